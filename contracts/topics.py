@@ -1,0 +1,75 @@
+"""The topic registry: which envelope types exist, who publishes them, how they are keyed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+EnvelopeType = Literal[
+    "proposal",
+    "vote",
+    "decision",
+    "fact",
+    "presence",
+    "capabilities",
+    "observation",
+    "validation",
+    "episode",
+    "trace",
+]
+ENVELOPE_TYPES: tuple[str, ...] = get_args(EnvelopeType)
+
+# Claws publish these; processors publish decision and fact (and rejected).
+CLAW_PUBLISHED: frozenset[str] = frozenset(
+    {"proposal", "vote", "presence", "capabilities", "observation", "validation", "episode", "trace"}
+)
+# Seed 004, control 5: blocked when governance is disabled for the tenant.
+GOVERNED_TYPES: frozenset[str] = frozenset({"proposal", "vote", "decision", "fact"})
+
+REJECTED = "rejected"
+DEFAULT_PREFIX = "hivemem."
+# Every inbound, accepted and rejected topic has this many partitions, so the gate can
+# write a record's verdict to the same partition number it read it from (per-key order).
+DEFAULT_PARTITIONS = 3
+
+
+@dataclass(frozen=True)
+class TopicNames:
+    """Topic names under a prefix (``HIVEMEM_TOPIC_PREFIX``, default ``hivemem.``)."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def inbound(self, envelope_type: str) -> str:
+        """Where claws (and processors, for decision/fact) publish envelopes of a type."""
+        return f"{self.prefix}{envelope_type}"
+
+    def accepted(self, envelope_type: str) -> str:
+        """Internal topic: envelopes of a type that passed the gate, bytes unchanged."""
+        return f"{self.prefix}accepted.{envelope_type}"
+
+    @property
+    def rejected(self) -> str:
+        return f"{self.prefix}{REJECTED}"
+
+    def gate_inputs(self) -> list[str]:
+        return [self.inbound(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
+
+    def all_topics(self) -> list[str]:
+        names = [self.inbound(t) for t in ENVELOPE_TYPES]
+        names += [self.accepted(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
+        names.append(self.rejected)
+        return names
+
+    def type_of(self, topic: str) -> str | None:
+        """The envelope type a topic carries (inbound or accepted), or None."""
+        if not topic.startswith(self.prefix):
+            return None
+        rest = topic[len(self.prefix) :]
+        if rest.startswith("accepted."):
+            rest = rest[len("accepted.") :]
+        return rest if rest in ENVELOPE_TYPES else None
+
+
+def partition_key(tenant: str, aggregate_id: str) -> bytes:
+    """Message key: tenant plus aggregate id, UTF-8 (DESIGN: external contract)."""
+    return f"{tenant}/{aggregate_id}".encode()

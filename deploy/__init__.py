@@ -1,0 +1,1 @@
+"""Local stack: Apache Kafka (KRaft, single node) and embedded PostgreSQL with pgvector."""

