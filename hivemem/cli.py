@@ -1,0 +1,112 @@
+"""The ``hivemem`` command."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+
+from rich.console import Console
+
+from hivemem.settings import Settings
+
+console = Console()
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from hivemem.demo import run_demo
+    from hivemem.stack import Stack
+
+    stack = Stack(Settings.from_env())
+    stopping = False
+
+    def on_signal(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        with console.status("starting Kafka, PostgreSQL, processors, projectors and the API..."):
+            stack.start_backends(say=console.print)
+            stack.start_services(api_port=args.port)
+        console.print(f"HiveMem is up: API {stack.api_url} (docs at {stack.api_url}/docs); "
+                      f"logs in {stack.settings.home / 'logs'}")  # fmt: skip
+        ok = True
+        if not args.no_demo:
+            ok = run_demo(stack.settings, stack.api_url, console)
+        if args.exit_after_demo:
+            return 0 if ok else 1
+        console.print("Serving until Ctrl-C.")
+        while not stopping:
+            for name in stack.supervise_once():
+                console.print(f"[yellow]{name} exited; restarted[/yellow]")
+            time.sleep(1)
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        with console.status("stopping..."):
+            stack.stop()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from hivemem.demo import run_demo
+
+    settings = Settings.from_env()
+    settings.require_kafka()
+    return 0 if run_demo(settings, args.api) else 1
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from projections.auth import mint_token
+
+    config = Settings.from_env().load_config()
+    if args.tenant not in config.tenants:
+        console.print(f"[red]UNKNOWN_TENANT[/red]: {args.tenant!r} is not in the tenants file")
+        return 2
+    print(mint_token(config.token_secret, args.tenant, args.subject, args.claw, args.ttl))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from hivemem.replay_cli import run_replay
+
+    return run_replay(Settings.from_env(), args.projection, console)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from bench.pipeline import main as bench_main
+
+    return bench_main(args.rest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="hivemem", description="Event-sourced memory for fleets of AI agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start everything on the embedded default, run the demo, serve until Ctrl-C")
+    up.add_argument("--exit-after-demo", action="store_true", help="stop after the demo; exit 0 if it succeeded")
+    up.add_argument("--no-demo", action="store_true", help="start and serve without running the demo")
+    up.add_argument("--port", type=int, default=None, help="API port (default HIVEMEM_API_PORT or 8080)")
+    up.set_defaults(func=cmd_up)
+    demo = sub.add_parser("demo", help="run the demo against a running HiveMem")
+    demo.add_argument("--api", default="http://127.0.0.1:8080")
+    demo.set_defaults(func=cmd_demo)
+    token = sub.add_parser("token", help="mint an API bearer token for a tenant")
+    token.add_argument("--tenant", required=True)
+    token.add_argument("--subject", default="cli")
+    token.add_argument("--claw", default=None, help="bind the token to one claw")
+    token.add_argument("--ttl", type=int, default=3600, help="seconds until it expires")
+    token.set_defaults(func=cmd_token)
+    replay = sub.add_parser("replay", help="rebuild read models from the start of the log, compare digests")
+    replay.add_argument("--projection", default=None, help="one read model (default: all)")
+    replay.set_defaults(func=cmd_replay)
+    bench = sub.add_parser("bench", help="benchmarks: hivemem bench pipeline [--rate N ...]")
+    bench.add_argument("rest", nargs=argparse.REMAINDER)
+    bench.set_defaults(func=cmd_bench)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

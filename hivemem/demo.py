@@ -1,0 +1,87 @@
+"""The demo scenario: four claws of seed 004 announce themselves, write, and get audited."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+from contracts.avro import encode_envelope
+from contracts.topics import partition_key
+from governance.identity import HMAC_PREFIX, derive_deployment_key
+from hivemem.settings import Settings
+from producers.claw_client import ClawClient
+from projections.auth import mint_token
+
+TENANT = "acme"
+CAPABILITIES = {
+    "claw-1": ["logs.read:/var/log/app/*"],
+    "claw-2": ["db.read:orders,customers"],
+    "claw-3": ["incident.runbook:v2"],
+    "claw-4": ["coordinator"],
+}
+
+
+def claw_client(settings: Settings, tenant: str, claw_id: str) -> ClawClient:
+    policy = settings.load_config().tenants[tenant]
+    secret_id, secret = next(iter(policy.operator_secrets.items()))
+    return ClawClient(settings.require_kafka(), tenant, claw_id, derive_deployment_key(secret, tenant, claw_id),
+                      HMAC_PREFIX + secret_id, topics=settings.topics)  # fmt: skip
+
+
+def run_demo(settings: Settings, api_url: str, console: Console | None = None) -> bool:
+    console = console or Console()
+    config = settings.load_config()
+    trace = f"incident-{uuid.uuid4().hex[:6]}"
+    console.rule("[bold]HiveMem demo[/bold]: four claws share a Kafka knowledge pool")
+    clients = {c: claw_client(settings, TENANT, c) for c in CAPABILITIES}
+    for claw_id, caps in CAPABILITIES.items():
+        clients[claw_id].heartbeat()
+        last = clients[claw_id].publish("capabilities", {"capabilities": caps}, trace_id=trace)
+    console.print(f"4 claws sent presence heartbeats and capabilities (trace {trace})")
+
+    writer = clients["claw-3"]
+    key = f"episode-{uuid.uuid4().hex[:8]}"
+    episode = {"episodeId": key, "about": "checkout", "content": "checkout failed: E142 with DB timeouts",
+               "dimensions": {"service": "checkout"}, "occurredAt": 0}  # fmt: skip
+    for _ in range(3):
+        writer.publish("episode", episode, idempotency_key=key, trace_id=trace)
+    console.print("claw-3 published one episode three times with the same idempotencyKey")
+    original = writer.build("episode", {**episode, "episodeId": key + "-b"}, trace_id=trace)
+    for _ in range(2):
+        writer.publish_envelope(original)
+    console.print("claw-3 sent one signed request twice (a replay)")
+    forged = clients["claw-2"].build("episode", {**episode, "episodeId": key + "-f"}, trace_id=trace)
+    forged = forged.model_copy(update={"claw_id": "claw-1"})  # claims to be claw-1, signed by claw-2
+    writer.produce_raw(settings.topics.inbound("episode"), partition_key(TENANT, forged.aggregate),
+                       encode_envelope(forged))  # fmt: skip
+    final = writer.publish("episode", {**episode, "episodeId": key + "-z"}, trace_id=trace)
+    console.print("claw-2 forged an envelope in claw-1's name")
+    for c in clients.values():
+        c.flush()
+
+    token = mint_token(config.token_secret, TENANT, "demo")
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=api_url, headers=headers, timeout=30) as http:
+        claws = http.get("/api/v1/claws", params={"capability": "logs.read", "consistency": str(last)}).json()
+        audit = http.get("/api/v1/audit", params={"traceId": trace, "consistency": str(final)}).json()
+
+    console.print(f"Coordinator asks who can read logs: {[c['claw_id'] for c in claws]}")
+    table = Table(title=f"Audit trail for {trace}")
+    for col in ("type", "claw", "outcome", "reason"):
+        table.add_column(col)
+    for row in audit:
+        table.add_row(row["type"] or "?", row["claw_id"] or "?", row["outcome"], row["reason_code"] or "")
+    console.print(table)
+    outcomes = sorted((r["outcome"], r["reason_code"] or "") for r in audit if r["type"] == "episode")
+    expected = sorted([("ACCEPTED", "")] * 3 + [("REJECTED", "DUPLICATE")] * 2
+                      + [("REJECTED", "REPLAYED"), ("REJECTED", "BAD_SIGNATURE")])  # fmt: skip
+    ok = [c["claw_id"] for c in claws] == ["claw-1"] and outcomes == expected
+    if ok:
+        console.print("[green]Outcome: 3 episodes accepted; duplicate, replay and forgery rejected "
+                      "with their reason codes; every verdict audited.[/green]")  # fmt: skip
+    else:
+        console.print(f"[red]Outcome: unexpected results[/red] claws={claws} episodes={outcomes}")
+    return ok

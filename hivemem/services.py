@@ -1,0 +1,141 @@
+"""Long-running services, each its own process: ``python -m hivemem.services gate|projectors|api``.
+
+They read ``HIVEMEM_KAFKA_BOOTSTRAP`` and ``HIVEMEM_DATABASE_URL``; ``hivemem up`` sets both.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+
+from confluent_kafka import Producer
+
+from contracts.avro import encode_envelope
+from contracts.models import Envelope
+from contracts.topics import partition_key
+from governance.gate import GateConfig
+from governance.identity import DeploymentKeys
+from hivemem.kafka_topics import kafka_reachable
+from hivemem.settings import Settings
+from producers.claw_client import producer_config
+from projections.projector import Projector, Watermarks
+from projections.read_models import Projection
+from projections.read_models.audit import AuditProjection
+from projections.read_models.claws import ClawsProjection
+
+PROJECTIONS: dict[str, Projection] = {"claws": ClawsProjection(), "audit": AuditProjection()}
+
+
+def run_gate(settings: Settings) -> None:
+    import faust
+
+    from processors.gate_app import create_app
+
+    config = settings.load_config()
+    cfg = GateConfig(topics=settings.topics, tenants=config.tenants, keys=DeploymentKeys(config.tenants))
+    app = create_app(cfg, settings.require_kafka(), settings.require_database(), str(settings.home / "faust"))
+    faust.Worker(app, loglevel="WARNING", quiet=True).execute_from_commandline()
+
+
+def run_projectors(settings: Settings, only: list[str] | None = None) -> None:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    threads = []
+    for name, projection in PROJECTIONS.items():
+        if only and name not in only:
+            continue
+        p = Projector(projection, settings.require_kafka(), settings.require_database(), settings.topics)
+        t = threading.Thread(target=p.run, args=(stop,), name=f"projector-{name}", daemon=True)
+        t.start()
+        threads.append(t)
+    while not stop.is_set() and all(t.is_alive() for t in threads):
+        stop.wait(0.5)
+    stop.set()
+    for t in threads:
+        t.join(10)
+
+
+class KafkaPublisher:
+    """The write gateway's publisher: idempotent producer, waits for the broker's ack."""
+
+    def __init__(self, bootstrap: str, settings: Settings) -> None:
+        self._producer = Producer(producer_config(bootstrap))
+        self._names = settings.topics
+        self._lock = threading.Lock()
+
+    def publish(self, env: Envelope) -> tuple[str, int, int]:
+        done = threading.Event()
+        result: dict[str, object] = {}
+
+        def report(err: object, msg: object) -> None:
+            result["err"], result["msg"] = err, msg
+            done.set()
+
+        with self._lock:
+            self._producer.produce(self._names.inbound(env.type), key=partition_key(env.tenant, env.aggregate),
+                                   value=encode_envelope(env), on_delivery=report)  # fmt: skip
+        while not done.is_set():
+            with self._lock:
+                self._producer.poll(0.01)
+        if result["err"] is not None:
+            raise RuntimeError(str(result["err"]))
+        m = result["msg"]
+        return m.topic(), m.partition(), m.offset()  # type: ignore[attr-defined]
+
+
+def projection_lag(settings: Settings, watermarks: Watermarks) -> dict[str, int]:
+    import psycopg
+
+    out: dict[str, int] = {}
+    with psycopg.connect(settings.require_database(), autocommit=True) as conn:
+        for name, projection in PROJECTIONS.items():
+            ends = watermarks(projection.topics(settings.topics))
+            rows = conn.execute("SELECT topic, partition, next_offset FROM hivemem.projection_offsets "
+                                "WHERE consumer = %s", (name,)).fetchall()  # fmt: skip
+            have = {(str(r[0]), int(str(r[1]))): int(str(r[2])) for r in rows}
+            out[name] = sum(max(0, end - have.get(tp, 0)) for tp, end in ends.items())
+    return out
+
+
+def run_api(settings: Settings) -> None:
+    import uvicorn
+
+    from projections.api import ApiDeps, create_app
+
+    config = settings.load_config()
+    bootstrap = settings.require_kafka()
+    watermarks = Watermarks(bootstrap)
+    deps = ApiDeps(
+        app_db_url=settings.app_database_url(config),
+        token_secret=config.token_secret,
+        tenants=config.tenants,
+        names=settings.topics,
+        publisher=KafkaPublisher(bootstrap, settings),
+        kafka_ok=lambda: kafka_reachable(bootstrap),
+        projection_lag=lambda: projection_lag(settings, watermarks),
+        watermarks=watermarks,
+        projection_topics={n: p.topics(settings.topics) for n, p in PROJECTIONS.items()},
+    )
+    uvicorn.run(create_app(deps), host=settings.api_host, port=settings.api_port, log_level="warning")
+
+
+def main(argv: list[str]) -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    settings = Settings.from_env()
+    which = argv[0] if argv else ""
+    if which == "gate":
+        sys.argv = [sys.argv[0], "worker"]  # faust's Worker reads its own command line
+        run_gate(settings)
+    elif which == "projectors":
+        run_projectors(settings, argv[1:] or None)
+    elif which == "api":
+        run_api(settings)
+    else:
+        raise SystemExit("usage: python -m hivemem.services gate|projectors [NAME...]|api")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

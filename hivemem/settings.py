@@ -1,0 +1,121 @@
+"""Settings from the environment, and the tenants file under ``HIVEMEM_HOME``.
+
+Environment: ``HIVEMEM_HOME`` (default ``./.hivemem``), ``HIVEMEM_KAFKA_BOOTSTRAP`` (unset: the
+local broker), ``HIVEMEM_DATABASE_URL`` (unset: the embedded Postgres), ``HIVEMEM_TOPIC_PREFIX``
+(default ``hivemem.``), ``HIVEMEM_API_PORT`` (default 8080), ``HIVEMEM_CONFIG`` (tenants file,
+default ``$HIVEMEM_HOME/tenants.toml``, created with fresh random secrets on first use).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from contracts.topics import TopicNames
+from governance.identity import TenantPolicy
+
+APP_ROLE = "hivemem_app"
+
+
+@dataclass(frozen=True)
+class HiveConfig:
+    tenants: dict[str, TenantPolicy]
+    token_secret: bytes
+    app_db_password: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path
+    kafka_bootstrap: str | None
+    database_url: str | None
+    topic_prefix: str
+    api_host: str
+    api_port: int
+    config_path: Path
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        home = Path(os.environ.get("HIVEMEM_HOME", ".hivemem")).resolve()
+        return cls(
+            home=home,
+            kafka_bootstrap=os.environ.get("HIVEMEM_KAFKA_BOOTSTRAP") or None,
+            database_url=os.environ.get("HIVEMEM_DATABASE_URL") or None,
+            topic_prefix=os.environ.get("HIVEMEM_TOPIC_PREFIX", "hivemem."),
+            api_host=os.environ.get("HIVEMEM_API_HOST", "127.0.0.1"),
+            api_port=int(os.environ.get("HIVEMEM_API_PORT", "8080")),
+            config_path=Path(os.environ.get("HIVEMEM_CONFIG", str(home / "tenants.toml"))),
+        )
+
+    @property
+    def topics(self) -> TopicNames:
+        return TopicNames(self.topic_prefix)
+
+    def require_kafka(self) -> str:
+        if not self.kafka_bootstrap:
+            raise RuntimeError("HIVEMEM_KAFKA_BOOTSTRAP is not set (hivemem up sets it for its children)")
+        return self.kafka_bootstrap
+
+    def require_database(self) -> str:
+        if not self.database_url:
+            raise RuntimeError("HIVEMEM_DATABASE_URL is not set (hivemem up sets it for its children)")
+        return self.database_url
+
+    def app_database_url(self, config: HiveConfig) -> str:
+        """Same server and database, as the RLS-bound application role."""
+        params = conninfo_to_dict(self.require_database())
+        params.update(user=APP_ROLE, password=config.app_db_password)
+        return make_conninfo(**{k: v for k, v in params.items() if v is not None})
+
+    def load_config(self) -> HiveConfig:
+        if not self.config_path.exists():
+            write_default_config(self.config_path)
+        return parse_config(tomllib.loads(self.config_path.read_text()))
+
+
+def parse_config(doc: dict[str, object]) -> HiveConfig:
+    tenants: dict[str, TenantPolicy] = {}
+    raw_tenants = doc.get("tenants", {})
+    assert isinstance(raw_tenants, dict)
+    for name, t in raw_tenants.items():
+        tenants[name] = TenantPolicy(
+            name=name,
+            operator_secrets={k: bytes.fromhex(v) for k, v in t.get("operator_secrets", {}).items()},
+            governance_enabled=bool(t.get("governance", True)),
+            suspended_claws=frozenset(t.get("suspended_claws", [])),
+        )
+    api = doc.get("api", {})
+    assert isinstance(api, dict)
+    return HiveConfig(
+        tenants=tenants,
+        token_secret=bytes.fromhex(api["token_secret"]),
+        app_db_password=str(api["app_db_password"]),
+    )
+
+
+def write_default_config(path: Path) -> None:
+    """Two demo tenants with random secrets; edit the file to add your own."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [
+        "# HiveMem tenants and API secrets (generated on first start; keep it private).",
+        "[api]",
+        f'token_secret = "{secrets.token_hex(32)}"',
+        f'app_db_password = "{secrets.token_hex(16)}"',
+        "",
+    ]
+    for tenant in ("acme", "globex"):
+        lines += [
+            f"[tenants.{tenant}]",
+            "governance = true",
+            "suspended_claws = []",
+            f"[tenants.{tenant}.operator_secrets]",
+            f'op1 = "{secrets.token_hex(32)}"',
+            "",
+        ]
+    path.write_text("\n".join(lines))
+    path.chmod(0o600)

@@ -1,0 +1,148 @@
+"""Starting and supervising the whole system: backends, migrations, topics, services."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from deploy.kafka_local import LocalKafka, free_port
+from deploy.postgres_local import LocalPostgres
+from hivemem.kafka_topics import ensure_topics
+from hivemem.settings import Settings
+from projections.migrations import migrate
+
+SERVICES = {"gate": ["gate"], "projectors": ["projectors"], "api": ["api"]}
+
+
+class ServiceProcess:
+    """One ``python -m hivemem.services ...`` child, its output in ``<home>/logs``."""
+
+    def __init__(self, name: str, args: list[str], env: dict[str, str], log_dir: Path) -> None:
+        self.name, self.args, self.env, self.log_dir = name, args, env, log_dir
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_dir / f"{self.name}.log", "ab")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen([sys.executable, "-m", "hivemem.services", *self.args], env=self.env,
+                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Stack:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.kafka: LocalKafka | None = None
+        self.postgres: LocalPostgres | None = None
+        self.services: dict[str, ServiceProcess] = {}
+
+    def start_backends(self, say: object = print) -> Settings:
+        s = self.settings
+        s.home.mkdir(parents=True, exist_ok=True)
+        bootstrap, db = s.kafka_bootstrap, s.database_url
+        if not bootstrap:
+            self.kafka = LocalKafka(s.home)
+            bootstrap = self.kafka.start()
+            say(f"Kafka (KRaft, local) on {bootstrap}")  # type: ignore[operator]
+        if not db:
+            self.postgres = LocalPostgres(s.home)
+            db = self.postgres.start()
+            say(f"PostgreSQL (embedded) at {db}")  # type: ignore[operator]
+        self.settings = s = dataclasses.replace(s, kafka_bootstrap=bootstrap, database_url=db)
+        config = s.load_config()
+        migrate(db, config.app_db_password)
+        ensure_topics(bootstrap, s.topics)
+        return s
+
+    def child_env(self) -> dict[str, str]:
+        s = self.settings
+        env = dict(os.environ)
+        env.update(HIVEMEM_HOME=str(s.home), HIVEMEM_KAFKA_BOOTSTRAP=s.require_kafka(),
+                   HIVEMEM_DATABASE_URL=s.require_database(), HIVEMEM_TOPIC_PREFIX=s.topic_prefix,
+                   HIVEMEM_API_HOST=s.api_host, HIVEMEM_API_PORT=str(s.api_port),
+                   HIVEMEM_CONFIG=str(s.config_path))  # fmt: skip
+        return env
+
+    def start_services(self, names: list[str] | None = None, api_port: int | None = None) -> None:
+        if api_port is not None:
+            self.settings = dataclasses.replace(self.settings, api_port=api_port)
+        elif "api" in (names or SERVICES) and not _port_free(self.settings.api_port):
+            self.settings = dataclasses.replace(self.settings, api_port=free_port())
+        env = self.child_env()
+        for name in names or list(SERVICES):
+            svc = ServiceProcess(name, SERVICES[name], env, self.settings.home / "logs")
+            svc.start()
+            self.services[name] = svc
+        if "api" in self.services:
+            self.wait_api()
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{self.settings.api_host}:{self.settings.api_port}"
+
+    def wait_api(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.services["api"].alive():
+                raise RuntimeError(f"the API exited; see {self.settings.home / 'logs' / 'api.log'}")
+            try:
+                if httpx.get(f"{self.api_url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("the API did not answer /healthz in time")
+
+    def supervise_once(self) -> list[str]:
+        """Restart any service that died; return their names."""
+        restarted = []
+        for name, svc in self.services.items():
+            if not svc.alive():
+                svc.restarts += 1
+                svc.start()
+                restarted.append(name)
+        return restarted
+
+    def stop(self) -> None:
+        for svc in reversed(list(self.services.values())):
+            svc.stop()
+        self.services.clear()
+        if self.kafka is not None:
+            self.kafka.stop()
+        if self.postgres is not None:
+            self.postgres.stop()
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True

@@ -1,0 +1,1 @@
+"""Stream processors: thin Kafka runtimes around pure rules from governance/."""

@@ -1,0 +1,96 @@
+"""Durable gate state: claim owners (replay tuples and idempotency keys).
+
+Modelled on eventsourcing's recorders: one interface, an in-memory backend for pure tests
+and the driver, a Postgres backend for real runs, one contract test suite for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import psycopg
+
+from governance.gate import REPLAY_WINDOW_MS, Claim, Position
+
+
+class ClaimStore(Protocol):
+    def claim(self, wanted: Mapping[Claim, Position], log_time: int) -> dict[Claim, Position]:
+        """Record each claim unless already owned; return the owner of every wanted claim."""
+        ...
+
+    def prune(self, now_log_time: int) -> int:
+        """Forget replay claims older than the replay window; return how many."""
+        ...
+
+
+class InMemoryClaimStore:
+    def __init__(self) -> None:
+        self._owners: dict[Claim, tuple[Position, int]] = {}
+
+    def claim(self, wanted: Mapping[Claim, Position], log_time: int) -> dict[Claim, Position]:
+        for c, pos in wanted.items():
+            self._owners.setdefault(c, (pos, log_time))
+        return {c: self._owners[c][0] for c in wanted}
+
+    def prune(self, now_log_time: int) -> int:
+        old = [c for c, (_, t) in self._owners.items()
+               if c.kind == "replay" and t < now_log_time - REPLAY_WINDOW_MS]  # fmt: skip
+        for c in old:
+            del self._owners[c]
+        return len(old)
+
+
+_DDL = """
+CREATE SCHEMA IF NOT EXISTS gate;
+CREATE TABLE IF NOT EXISTS gate.claims (
+    kind text NOT NULL,
+    key text NOT NULL,
+    topic text NOT NULL,
+    partition int NOT NULL,
+    "offset" bigint NOT NULL,
+    log_time bigint NOT NULL,
+    PRIMARY KEY (kind, key)
+);
+CREATE INDEX IF NOT EXISTS claims_replay_time ON gate.claims (log_time) WHERE kind = 'replay';
+"""
+
+_INSERT = """
+INSERT INTO gate.claims (kind, key, topic, partition, "offset", log_time)
+SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::bigint[], %s::bigint[])
+ON CONFLICT DO NOTHING
+"""
+_OWNERS = """
+SELECT c.kind, c.key, c.topic, c.partition, c."offset"
+FROM gate.claims c JOIN unnest(%s::text[], %s::text[]) AS w(kind, key) USING (kind, key)
+"""
+
+
+class PostgresClaimStore:
+    """Claims in ``gate.claims``; the primary key makes the first claimant the owner."""
+
+    def __init__(self, url: str) -> None:
+        self._conn = psycopg.connect(url, autocommit=True, prepare_threshold=None)
+        self._conn.execute(_DDL)
+
+    def claim(self, wanted: Mapping[Claim, Position], log_time: int) -> dict[Claim, Position]:
+        if not wanted:
+            return {}
+        items = sorted(wanted.items(), key=lambda kv: (kv[0].kind, kv[0].key))
+        kinds = [c.kind for c, _ in items]
+        keys = [c.key for c, _ in items]
+        with self._conn.transaction():
+            self._conn.execute(_INSERT, (kinds, keys, [p.topic for _, p in items],
+                                         [p.partition for _, p in items], [p.offset for _, p in items],
+                                         [log_time] * len(items)))  # fmt: skip
+        # A new statement sees our rows and any a concurrent gate committed first.
+        rows = self._conn.execute(_OWNERS, (kinds, keys)).fetchall()
+        return {Claim(r[0], r[1]): Position(r[2], r[3], r[4]) for r in rows}
+
+    def prune(self, now_log_time: int) -> int:
+        cur = self._conn.execute("DELETE FROM gate.claims WHERE kind = 'replay' AND log_time < %s",
+                                 (now_log_time - REPLAY_WINDOW_MS,))  # fmt: skip
+        return cur.rowcount
+
+    def close(self) -> None:
+        self._conn.close()

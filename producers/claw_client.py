@@ -1,0 +1,150 @@
+"""``ClawClient``: what a claw uses to write to HiveMem.
+
+Envelopes are validated by the Pydantic models, signed with the claw's deployment key
+(HMAC-SHA256) and published with an idempotent producer (``enable.idempotence``,
+``acks=all``), keyed by tenant plus aggregate. Every publish returns a consistency token.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, Message, Producer
+
+from contracts.avro import encode_envelope, registry
+from contracts.models import PAYLOAD_MODELS, Envelope, PresencePayload, WireModel
+from contracts.topics import TopicNames, partition_key
+from governance.signing import hmac_sign_envelope
+
+
+class PublishError(RuntimeError):
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+
+
+@dataclass(frozen=True)
+class ConsistencyToken:
+    """Where a write landed; a read given it waits until projections have caught up."""
+
+    topic: str
+    partition: int
+    offset: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}:{self.partition}:{self.offset}"
+
+    @classmethod
+    def parse(cls, text: str) -> ConsistencyToken:
+        topic, partition, offset = text.rsplit(":", 2)
+        return cls(topic, int(partition), int(offset))
+
+
+def producer_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 2,
+        # Broker outages surface through delivery reports; librdkafka's own log would repeat them.
+        "log_level": 2,
+        **extra,
+    }
+
+
+class ClawClient:
+    def __init__(
+        self,
+        bootstrap: str,
+        tenant: str,
+        claw_id: str,
+        deployment_key: bytes,
+        key_id: str,
+        instance_id: str | None = None,
+        topics: TopicNames | None = None,
+        producer: Producer | None = None,
+    ) -> None:
+        self.tenant = tenant
+        self.claw_id = claw_id
+        self.instance_id = instance_id or f"{claw_id}-{uuid.uuid4().hex[:8]}"
+        self.key_id = key_id
+        self._key = deployment_key
+        self.topics = topics or TopicNames()
+        self._producer = producer or Producer(producer_config(bootstrap))
+
+    def build(
+        self,
+        envelope_type: str,
+        payload: WireModel | dict[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        trace_id: str | None = None,
+        timestamp_ms: int | None = None,
+    ) -> Envelope:
+        """A validated, signed envelope (raises pydantic.ValidationError on bad input)."""
+        model = PAYLOAD_MODELS[envelope_type]
+        body = payload if isinstance(payload, model) else model.model_validate(payload)
+        event_id = str(uuid.uuid4())
+        env = Envelope(
+            schema_version=registry().latest(envelope_type).version,
+            type=envelope_type,  # type: ignore[arg-type]
+            event_id=event_id,
+            trace_id=trace_id or event_id,
+            timestamp=timestamp_ms if timestamp_ms is not None else int(time.time() * 1000),
+            idempotency_key=idempotency_key or event_id,
+            claw_id=self.claw_id,
+            instance_id=self.instance_id,
+            tenant=self.tenant,
+            key_id=self.key_id,
+            payload=body,
+        )
+        return hmac_sign_envelope(env, self._key)
+
+    def publish_envelope_async(
+        self, env: Envelope, on_done: Callable[[ConsistencyToken | None, str | None], None]
+    ) -> None:
+        def report(err: KafkaError | None, msg: Message) -> None:
+            if err is not None:
+                on_done(None, str(err))
+            else:
+                on_done(ConsistencyToken(msg.topic(), msg.partition(), msg.offset()), None)
+
+        self.produce_raw(self.topics.inbound(env.type), partition_key(env.tenant, env.aggregate),
+                         encode_envelope(env), report)  # fmt: skip
+
+    def produce_raw(self, topic: str, key: bytes | None, value: bytes | None,
+                    on_delivery: Callable[[KafkaError | None, Message], None] | None = None) -> None:  # fmt: skip
+        """Low-level send (tests use it for hand-made records); retries a full local queue."""
+        while True:
+            try:
+                self._producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
+                break
+            except BufferError:
+                self._producer.poll(0.05)
+        self._producer.poll(0)
+
+    def publish_envelope(self, env: Envelope, timeout: float = 30.0) -> ConsistencyToken:
+        result: list[ConsistencyToken | str] = []
+        self.publish_envelope_async(env, lambda tok, err: result.append(tok if tok else str(err)))
+        deadline = time.monotonic() + timeout
+        while not result and time.monotonic() < deadline:
+            self._producer.poll(0.05)
+        if not result:
+            raise PublishError("PUBLISH_TIMEOUT", f"no delivery report within {timeout} s")
+        if isinstance(result[0], str):
+            raise PublishError("PUBLISH_FAILED", result[0])
+        return result[0]
+
+    def publish(self, envelope_type: str, payload: WireModel | dict[str, Any], **kw: Any) -> ConsistencyToken:
+        return self.publish_envelope(self.build(envelope_type, payload, **kw))
+
+    def heartbeat(self, status: str = "ACTIVE", healthy: bool = True, ttl_seconds: int = 30) -> ConsistencyToken:
+        payload = PresencePayload(status=status, healthy=healthy, ttl_seconds=ttl_seconds)  # type: ignore[arg-type]
+        return self.publish("presence", payload)
+
+    def flush(self, timeout: float = 30.0) -> int:
+        return int(self._producer.flush(timeout))

@@ -1,0 +1,1 @@
+"""Read models: Postgres schema and migrations, projectors, queries, the HTTP API."""

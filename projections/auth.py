@@ -1,0 +1,48 @@
+"""Bearer tokens: signed (HS256 JWT), expiring, bound to a tenant and optionally a claw.
+
+The tenant of every request comes from here, never from a parameter the caller picks.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import jwt
+
+ISSUER = "hivemem"
+
+
+class AuthError(Exception):
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Principal:
+    tenant: str
+    subject: str
+    claw_id: str | None
+
+
+def mint_token(secret: bytes, tenant: str, subject: str, claw_id: str | None = None, ttl_s: int = 3600) -> str:
+    now = int(time.time())
+    claims: dict[str, object] = {"iss": ISSUER, "sub": subject, "tenant": tenant, "iat": now, "exp": now + ttl_s}
+    if claw_id:
+        claims["claw"] = claw_id
+    return jwt.encode(claims, secret, algorithm="HS256")
+
+
+def verify_token(secret: bytes, header: str | None) -> Principal:
+    if not header or not header.lower().startswith("bearer "):
+        raise AuthError("AUTH_MISSING", "send Authorization: Bearer <token>")
+    try:
+        claims = jwt.decode(header[7:].strip(), secret, algorithms=["HS256"], issuer=ISSUER,
+                            options={"require": ["exp", "tenant", "sub"]})  # fmt: skip
+    except jwt.ExpiredSignatureError as exc:
+        raise AuthError("AUTH_EXPIRED", "token has expired") from exc
+    except jwt.InvalidTokenError as exc:
+        raise AuthError("AUTH_INVALID", f"token is not valid: {type(exc).__name__}") from exc
+    return Principal(tenant=str(claims["tenant"]), subject=str(claims["sub"]), claw_id=claims.get("claw"))

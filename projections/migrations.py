@@ -1,0 +1,86 @@
+"""Database migrations: ordered, recorded in ``hivemem.schema_migrations``, run under a lock.
+
+Also keeps the application role: a login role that is not the tables' owner, is not a
+superuser and has NOBYPASSRLS, so row-level security always applies to the HTTP API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+from psycopg import sql
+
+from projections.read_models import APP_ROLE
+from projections.read_models.audit import AuditProjection
+from projections.read_models.claws import ClawsProjection
+
+_LOCK_ID = 0x48495645  # "HIVE"
+
+_BASE = [
+    "CREATE SCHEMA IF NOT EXISTS hivemem",
+    f"GRANT USAGE ON SCHEMA hivemem TO {APP_ROLE}",
+    """CREATE TABLE hivemem.projection_offsets (
+        consumer text NOT NULL,
+        topic text NOT NULL,
+        partition int NOT NULL,
+        next_offset bigint NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        PRIMARY KEY (consumer, topic, partition))""",
+    # Positions only, no tenant data: the API reads them to wait for consistency.
+    f"GRANT SELECT ON hivemem.projection_offsets TO {APP_ROLE}",
+    """CREATE TABLE hivemem.projection_failures (
+        consumer text NOT NULL,
+        topic text NOT NULL,
+        partition int NOT NULL,
+        "offset" bigint NOT NULL,
+        error text NOT NULL,
+        failed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        PRIMARY KEY (consumer, topic, partition, "offset"))""",
+]
+
+MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
+    (1, "base", lambda: _BASE),
+    (2, "claws read model", lambda: ClawsProjection().ddl("claws")),
+    (3, "audit read model", lambda: AuditProjection().ddl("audit")),
+    (4, "audit counts for /metrics", lambda: [
+        """CREATE FUNCTION hivemem.audit_counts() RETURNS TABLE (outcome text, reason_code text, n bigint)
+           LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog AS
+           $$ SELECT outcome, coalesce(reason_code, ''), count(*) FROM audit.events GROUP BY 1, 2 $$""",
+        f"GRANT EXECUTE ON FUNCTION hivemem.audit_counts() TO {APP_ROLE}",
+    ]),
+]  # fmt: skip
+
+
+def ensure_app_role(conn: psycopg.Connection[tuple[object, ...]], password: str) -> None:
+    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (APP_ROLE,)).fetchone()
+    verb = "ALTER" if exists else "CREATE"
+    conn.execute(sql.SQL("{} ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE PASSWORD {}").format(
+        sql.SQL(verb), sql.Identifier(APP_ROLE), sql.Literal(password)))  # fmt: skip
+
+
+def migrate(url: str, app_password: str) -> list[int]:
+    """Apply pending migrations; return the versions applied now."""
+    applied: list[int] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_ID,))
+        try:
+            ensure_app_role(conn, app_password)
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute("CREATE SCHEMA IF NOT EXISTS hivemem")
+            conn.execute("""CREATE TABLE IF NOT EXISTS hivemem.schema_migrations (
+                version int PRIMARY KEY, name text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now())""")
+            done = {r[0] for r in conn.execute("SELECT version FROM hivemem.schema_migrations")}
+            for version, name, statements in MIGRATIONS:
+                if version in done:
+                    continue
+                with conn.transaction():
+                    for stmt in statements():
+                        conn.execute(stmt)  # type: ignore[arg-type]
+                    conn.execute("INSERT INTO hivemem.schema_migrations (version, name) VALUES (%s, %s)",
+                                 (version, name))  # fmt: skip
+                applied.append(version)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_ID,))
+    return applied

@@ -1,0 +1,130 @@
+"""Read queries, always inside a transaction bound to one tenant (row-level security)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+from pydantic import BaseModel
+
+
+
+class ClawView(BaseModel):
+    tenant: str
+    claw_id: str
+    instance_id: str
+    status: str | None
+    healthy: bool | None
+    agent_version: str | None
+    capabilities: list[str]
+    first_seen: int
+    last_seen: int | None
+    active: bool  # heartbeat within its ttl, judged at read time
+
+
+class AuditEntry(BaseModel):
+    source: str
+    outcome: str
+    reason_code: str | None
+    detail: str | None
+    type: str | None
+    trace_id: str | None
+    claw_id: str | None
+    instance_id: str | None
+    idempotency_key: str | None
+    event_id: str | None
+    envelope_ts: int | None
+    log_time: int
+    output: str
+
+
+class ConsistencyTimeout(Exception):
+    pass
+
+
+@asynccontextmanager
+async def tenant_tx(pool: AsyncConnectionPool, tenant: str) -> AsyncIterator[AsyncConnection[tuple[object, ...]]]:
+    async with pool.connection() as conn, conn.transaction():
+        # Transaction-local: the setting ends with the transaction, never leaks to the next user.
+        await conn.execute("SELECT set_config('hivemem.tenant', %s, true)", (tenant,))
+        yield conn
+
+
+def capability_matches(wanted: str, announced: list[str]) -> bool:
+    """``logs.read`` matches ``logs.read:/var/log/app/*``; a full string matches itself."""
+    return any(a == wanted or a.startswith(wanted + ":") for a in announced)
+
+
+async def list_claws(pool: AsyncConnectionPool, tenant: str, capability: str | None = None) -> list[ClawView]:
+    async with tenant_tx(pool, tenant) as conn:
+        cur = await conn.execute(
+            "SELECT tenant, claw_id, instance_id, status, healthy, agent_version, capabilities, first_seen, "
+            "last_seen, ttl_seconds FROM claws.claws ORDER BY claw_id"
+        )
+        rows = await cur.fetchall()
+    now = int(time.time() * 1000)
+    out = []
+    for r in rows:
+        caps = list(r[6] or [])  # type: ignore[call-overload]
+        if capability and not capability_matches(capability, caps):
+            continue
+        last, ttl = r[8], r[9]
+        active = bool(last is not None and ttl is not None and r[3] == "ACTIVE" and r[4]
+                      and now - int(last) <= int(ttl) * 1000)  # type: ignore[call-overload]  # fmt: skip
+        out.append(ClawView(tenant=r[0], claw_id=r[1], instance_id=r[2], status=r[3], healthy=r[4],
+                            agent_version=r[5], capabilities=caps, first_seen=r[7], last_seen=last,
+                            active=active))  # type: ignore[arg-type]  # fmt: skip
+    return out
+
+
+async def audit_by_trace(pool: AsyncConnectionPool, tenant: str, trace_id: str) -> list[AuditEntry]:
+    async with tenant_tx(pool, tenant) as conn:
+        cur = await conn.execute(
+            "SELECT source_topic || '/' || source_partition || '/' || source_offset, outcome, reason_code, "
+            "detail, type, trace_id, claw_id, instance_id, idempotency_key, event_id, envelope_ts, log_time, "
+            "output_topic || '/' || output_partition || '/' || output_offset "
+            "FROM audit.events WHERE trace_id = %s ORDER BY log_time, source_topic, source_offset",
+            (trace_id,),
+        )
+        rows = await cur.fetchall()
+    names = list(AuditEntry.model_fields)
+    return [AuditEntry(**dict(zip(names, r, strict=True))) for r in rows]  # type: ignore[arg-type]
+
+
+async def wait_consistent(
+    pool: AsyncConnectionPool, tenant: str, token: tuple[str, int, int], consumer: str,
+    watermarks: Callable[[], Awaitable[dict[tuple[str, int], int]]], timeout: float,
+) -> None:  # fmt: skip
+    """Wait until the inbound record ``token`` names, and all before it, are in a read model.
+
+    First the audit row of that record must exist: then the gate has written its verdict,
+    and the verdicts of every earlier record of that partition, to Kafka. The end offsets
+    of the read model's topics taken after that cover them all; the read model has caught
+    up once its stored offsets reach those ends.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.003
+    ends: dict[tuple[str, int], int] | None = None
+    while True:
+        async with tenant_tx(pool, tenant) as conn:
+            if ends is None:
+                cur = await conn.execute(
+                    "SELECT 1 FROM audit.events "
+                    "WHERE source_topic = %s AND source_partition = %s AND source_offset = %s", token)
+                if await cur.fetchone() is not None:
+                    ends = await watermarks()
+            if ends is not None:
+                cur = await conn.execute(
+                    "SELECT topic, partition, next_offset FROM hivemem.projection_offsets WHERE consumer = %s",
+                    (consumer,))
+                have = {(str(r[0]), int(r[1])): int(r[2]) for r in await cur.fetchall()}  # type: ignore[call-overload]
+                if all(have.get(tp, 0) >= end for tp, end in ends.items()):
+                    return
+        if time.monotonic() >= deadline:
+            raise ConsistencyTimeout(f"{consumer} has not reached {token} within {timeout:.1f} s")
+        await asyncio.sleep(delay)
+        delay = min(delay * 1.5, 0.05)

@@ -1,0 +1,87 @@
+"""Audit trail: one row per inbound record, accepted or rejected, with trace metadata.
+
+Rows are keyed by the inbound record's position, so re-delivered copies change nothing;
+each row also names the output record, which consistency waits use to find their way.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from contracts.avro import ContractError, decode_envelope, decode_rejection
+from contracts.topics import TopicNames
+from projections.log_records import LogRecord
+from projections.read_models import DigestTable, schema_ddl, tenant_table
+
+SYSTEM_TENANT = "_system"  # rows whose tenant could not be read (garbage bytes)
+_COLUMNS = ("tenant, source_topic, source_partition, source_offset, outcome, reason_code, detail, "
+            "type, trace_id, claw_id, instance_id, idempotency_key, event_id, envelope_ts, log_time, "
+            "output_topic, output_partition, output_offset")  # fmt: skip
+
+
+class AuditProjection:
+    name = "audit"
+    tables = (DigestTable("events", _COLUMNS, "source_topic, source_partition, source_offset"),)
+
+    def __init__(self, extra_topics: tuple[str, ...] = ()) -> None:
+        self._extra = extra_topics
+
+    def topics(self, names: TopicNames) -> list[str]:
+        claw_types = [names.type_of(t) for t in names.gate_inputs()]
+        return [names.accepted(t) for t in claw_types if t] + [names.rejected, *self._extra]
+
+    def ddl(self, schema: str) -> list[str]:
+        return [
+            *schema_ddl(schema),
+            f"""CREATE TABLE {schema}.events (
+                tenant text NOT NULL,
+                source_topic text NOT NULL,
+                source_partition int NOT NULL,
+                source_offset bigint NOT NULL,
+                outcome text NOT NULL CHECK (outcome IN ('ACCEPTED', 'REJECTED')),
+                reason_code text,
+                detail text,
+                type text,
+                trace_id text,
+                claw_id text,
+                instance_id text,
+                idempotency_key text,
+                event_id text,
+                envelope_ts bigint,
+                log_time bigint NOT NULL,
+                output_topic text NOT NULL,
+                output_partition int NOT NULL,
+                output_offset bigint NOT NULL,
+                projected_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                PRIMARY KEY (source_topic, source_partition, source_offset))""",
+            f"CREATE INDEX events_trace ON {schema}.events (tenant, trace_id)",
+            f"CREATE INDEX events_outcome ON {schema}.events (tenant, outcome, reason_code)",
+            *tenant_table(schema, "events"),
+        ]
+
+    def fold(self, cur: psycopg.Cursor[tuple[object, ...]], schema: str, records: list[LogRecord]) -> None:
+        rows = [self._row(rec) for rec in records]
+        cur.executemany(
+            f"INSERT INTO {schema}.events ({_COLUMNS}) VALUES ({', '.join(['%s'] * 18)}) "
+            "ON CONFLICT DO NOTHING",
+            rows,
+        )
+
+    @staticmethod
+    def _row(rec: LogRecord) -> tuple[object, ...]:
+        out = (rec.topic, rec.partition, rec.offset)
+        assert rec.value is not None
+        if rec.topic.endswith("rejected"):
+            r = decode_rejection(rec.value)
+            return (r.tenant or SYSTEM_TENANT, r.source_topic, r.source_partition, r.source_offset,
+                    "REJECTED", r.reason_code, r.detail, r.type, r.trace_id, r.claw_id, r.instance_id,
+                    r.idempotency_key, r.envelope_event_id, None, r.log_time, *out)  # fmt: skip
+        src_topic, src_partition, src_offset = rec.source()
+        try:
+            env = decode_envelope(rec.value)
+        except ContractError as exc:  # cannot happen behind the gate; recorded, not fatal
+            return (SYSTEM_TENANT, src_topic, src_partition, src_offset, "REJECTED", exc.code,
+                    exc.detail, None, None, None, None, None, None, None, rec.log_time(), *out)  # fmt: skip
+        return (env.tenant, src_topic, src_partition, src_offset, "ACCEPTED", None, None, env.type,
+                env.trace_id, env.claw_id, env.instance_id, env.idempotency_key, env.event_id,
+                env.timestamp, rec.log_time(), *out)  # fmt: skip

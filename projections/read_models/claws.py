@@ -1,0 +1,80 @@
+"""Claws read model: registry (first/last seen), presence and announced capabilities."""
+
+from __future__ import annotations
+
+import psycopg
+
+from contracts.avro import decode_envelope
+from contracts.models import CapabilitiesPayload, PresencePayload
+from contracts.topics import TopicNames
+from projections.log_records import LogRecord
+from projections.read_models import DigestTable, schema_ddl, tenant_table
+
+
+class ClawsProjection:
+    name = "claws"
+    tables = (
+        DigestTable("claws", "tenant, claw_id, instance_id, status, healthy, ttl_seconds, agent_version, "
+                    "capabilities, first_seen, last_seen, capabilities_at", "tenant, claw_id"),  # fmt: skip
+    )
+
+    def topics(self, names: TopicNames) -> list[str]:
+        return [names.accepted("presence"), names.accepted("capabilities")]
+
+    def ddl(self, schema: str) -> list[str]:
+        return [
+            *schema_ddl(schema),
+            f"""CREATE TABLE {schema}.claws (
+                tenant text NOT NULL,
+                claw_id text NOT NULL,
+                instance_id text NOT NULL,
+                status text,
+                healthy boolean,
+                ttl_seconds int,
+                agent_version text,
+                capabilities text[] NOT NULL DEFAULT '{{}}',
+                first_seen bigint NOT NULL,
+                last_seen bigint,
+                capabilities_at bigint,
+                PRIMARY KEY (tenant, claw_id))""",
+            f"CREATE INDEX claws_capabilities ON {schema}.claws USING gin (capabilities)",
+            *tenant_table(schema, "claws"),
+        ]
+
+    def fold(self, cur: psycopg.Cursor[tuple[object, ...]], schema: str, records: list[LogRecord]) -> None:
+        presence: list[tuple[object, ...]] = []
+        capabilities: list[tuple[object, ...]] = []
+        for rec in records:
+            assert rec.value is not None
+            env = decode_envelope(rec.value)
+            t = rec.log_time()
+            if isinstance(env.payload, PresencePayload):
+                p = env.payload
+                presence.append((env.tenant, env.claw_id, env.instance_id, p.status, p.healthy,
+                                 p.ttl_seconds, p.agent_version, t))  # fmt: skip
+            elif isinstance(env.payload, CapabilitiesPayload):
+                capabilities.append((env.tenant, env.claw_id, env.instance_id, sorted(set(env.payload.capabilities)), t))
+        if presence:
+            cur.executemany(
+                f"""INSERT INTO {schema}.claws AS c (tenant, claw_id, instance_id, status, healthy,
+                        ttl_seconds, agent_version, first_seen, last_seen)
+                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+                    ON CONFLICT (tenant, claw_id) DO UPDATE SET
+                        instance_id = excluded.instance_id, status = excluded.status,
+                        healthy = excluded.healthy, ttl_seconds = excluded.ttl_seconds,
+                        agent_version = excluded.agent_version, last_seen = excluded.last_seen,
+                        first_seen = LEAST(c.first_seen, excluded.first_seen)
+                    WHERE c.last_seen IS NULL OR c.last_seen <= excluded.last_seen""",
+                [(*row, row[-1]) for row in presence],
+            )
+        if capabilities:
+            cur.executemany(
+                f"""INSERT INTO {schema}.claws AS c (tenant, claw_id, instance_id, capabilities,
+                        capabilities_at, first_seen)
+                    VALUES (%s, %s, %s, %s, %s, %s)
+                    ON CONFLICT (tenant, claw_id) DO UPDATE SET
+                        capabilities = excluded.capabilities, capabilities_at = excluded.capabilities_at,
+                        first_seen = LEAST(c.first_seen, excluded.first_seen)
+                    WHERE c.capabilities_at IS NULL OR c.capabilities_at <= excluded.capabilities_at""",
+                [(*row, row[-1]) for row in capabilities],
+            )
