@@ -8,6 +8,7 @@ default ``$HIVEMEM_HOME/tenants.toml``, created with fresh random secrets on fir
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import tomllib
@@ -42,10 +43,11 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         home = Path(os.environ.get("HIVEMEM_HOME", ".hivemem")).resolve()
+        running = running_endpoints(home)
         return cls(
             home=home,
-            kafka_bootstrap=os.environ.get("HIVEMEM_KAFKA_BOOTSTRAP") or None,
-            database_url=os.environ.get("HIVEMEM_DATABASE_URL") or None,
+            kafka_bootstrap=os.environ.get("HIVEMEM_KAFKA_BOOTSTRAP") or running.get("kafka_bootstrap"),
+            database_url=os.environ.get("HIVEMEM_DATABASE_URL") or running.get("database_url"),
             topic_prefix=os.environ.get("HIVEMEM_TOPIC_PREFIX", "hivemem."),
             api_host=os.environ.get("HIVEMEM_API_HOST", "127.0.0.1"),
             api_port=int(os.environ.get("HIVEMEM_API_PORT", "8080")),
@@ -76,6 +78,19 @@ class Settings:
         if not self.config_path.exists():
             write_default_config(self.config_path)
         return parse_config(tomllib.loads(self.config_path.read_text()))
+
+
+def running_endpoints(home: Path) -> dict[str, str]:
+    """Endpoints of a ``hivemem up`` still running on this home, so other commands attach to it."""
+    path = home / "endpoints.json"
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    try:
+        os.kill(int(data.get("pid", 0)), 0)
+    except (OSError, ValueError):
+        return {}
+    return {k: str(v) for k, v in data.items() if k != "pid"}
 
 
 def parse_config(doc: dict[str, object]) -> HiveConfig:

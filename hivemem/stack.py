@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -76,6 +77,9 @@ class Stack:
         config = s.load_config()
         migrate(db, config.app_db_password)
         ensure_topics(bootstrap, s.topics)
+        if self.kafka is not None or self.postgres is not None:
+            (s.home / "endpoints.json").write_text(json.dumps(
+                {"kafka_bootstrap": bootstrap, "database_url": db, "pid": os.getpid()}))  # fmt: skip
         return s
 
     def child_env(self) -> dict[str, str]:
@@ -131,6 +135,8 @@ class Stack:
         for svc in reversed(list(self.services.values())):
             svc.stop()
         self.services.clear()
+        if self.kafka is not None or self.postgres is not None:
+            (self.settings.home / "endpoints.json").unlink(missing_ok=True)
         if self.kafka is not None:
             self.kafka.stop()
         if self.postgres is not None:
