@@ -43,6 +43,8 @@ def free_port() -> int:
 
 def _port_free(port: int) -> bool:
     with socket.socket() as s:
+        # As the JVM does: a port in TIME_WAIT after our own broker stopped is reusable.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

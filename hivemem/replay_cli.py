@@ -31,9 +31,9 @@ def run_replay(settings: Settings, only: str | None, console: Console) -> int:
                     on_total=lambda n, task=task: progress.update(task, total=n),  # type: ignore[misc]
                     on_batch=lambda n, task=task: progress.advance(task, n),  # type: ignore[misc]
                 )
-            verdict = "[green]equal[/green]" if result.equal else "[red]DIFFERENT[/red]"
-            console.print(f"{name}: {result.records} records replayed; live digest {result.live_digest}")
-            console.print(f"{name}: rebuilt digest {result.rebuilt_digest} ({verdict})")
+            # Plain prints: one digest a line, never wrapped, easy to compare or grep.
+            print(f"{name}: {result.records} records replayed; live digest {result.live_digest}")
+            print(f"{name}: rebuilt digest {result.rebuilt_digest} ({'equal' if result.equal else 'DIFFERENT'})")
             ok = ok and result.equal
         return 0 if ok else 1
     finally:

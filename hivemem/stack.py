@@ -94,7 +94,7 @@ class Stack:
     def start_services(self, names: list[str] | None = None, api_port: int | None = None) -> None:
         if api_port is not None:
             self.settings = dataclasses.replace(self.settings, api_port=api_port)
-        elif "api" in (names or SERVICES) and not _port_free(self.settings.api_port):
+        elif "api" in (names or SERVICES) and (self.settings.api_port == 0 or not _port_free(self.settings.api_port)):
             self.settings = dataclasses.replace(self.settings, api_port=free_port())
         env = self.child_env()
         for name in names or list(SERVICES):

@@ -1,0 +1,50 @@
+"""Session fixtures: one real Kafka (KRaft) and one embedded Postgres for the whole run,
+plus the HiveMem services (gate, projectors, API) as real child processes."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deploy.kafka_local import free_port
+from hivemem.settings import Settings
+from hivemem.stack import Stack
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    home = Path(tmp_path_factory.mktemp("hm"))
+    settings = dataclasses.replace(
+        Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
+        config_path=home / "tenants.toml", api_port=free_port(),
+    )  # fmt: skip
+    st = Stack(settings)
+    try:
+        st.start_backends(say=lambda *_: None)
+        st.start_services()
+        yield st
+    finally:
+        st.stop()
+
+
+@pytest.fixture(scope="session")
+def env(stack: Stack) -> dict[str, str]:
+    return stack.child_env()
+
+
+def wait_until(predicate, timeout: float = 60.0, interval: float = 0.2, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+os.environ.setdefault("PYTHONUNBUFFERED", "1")

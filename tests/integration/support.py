@@ -1,0 +1,33 @@
+"""Helpers for integration tests against the session stack."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import psycopg
+
+from hivemem.demo import claw_client
+from hivemem.stack import Stack
+from producers.claw_client import ClawClient
+from projections.auth import mint_token
+
+
+def client(stack: Stack, claw_id: str | None = None, tenant: str = "acme") -> ClawClient:
+    return claw_client(stack.settings, tenant, claw_id or f"claw-{uuid.uuid4().hex[:6]}")
+
+
+def http(stack: Stack, tenant: str = "acme", claw: str | None = None) -> httpx.Client:
+    token = mint_token(stack.settings.load_config().token_secret, tenant, "test", claw)
+    return httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+
+def owner_db(stack: Stack) -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(stack.settings.require_database(), autocommit=True)
+
+
+def audit_codes(stack: Stack, trace: str, tenant: str = "acme") -> list[str]:
+    with owner_db(stack) as conn:
+        rows = conn.execute("SELECT coalesce(reason_code, outcome) FROM audit.events WHERE tenant = %s AND "
+                            "trace_id = %s ORDER BY source_offset", (tenant, trace)).fetchall()  # fmt: skip
+    return [str(r[0]) for r in rows]
