@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Any
 
 import faust
@@ -24,6 +25,8 @@ from governance.gate import GateConfig, InboundRecord, Position
 from processors.claim_store import PostgresClaimStore
 from processors.gate_core import GateCore
 
+WATCHDOG_INTERVAL = 5.0
+WATCHDOG_LIMIT = 3
 BATCH = 1000
 WITHIN = 0.005
 log = logging.getLogger("hivemem.gate")
@@ -71,6 +74,22 @@ def create_app(cfg: GateConfig, bootstrap: str, database_url: str, datadir: str)
                 for o in outputs
             ]
             await asyncio.gather(*futures)
+
+    idle_checks = {"n": 0}
+
+    @app.timer(interval=WATCHDOG_INTERVAL)
+    async def watchdog() -> None:
+        # After a broker outage aiokafka can come back with an empty subscription
+        # ("Ignoring missing topic") and never recover. Exit instead; the supervisor
+        # restarts the gate, which resumes from committed offsets and, by the protocol
+        # above, re-emits the same outputs for anything it redoes.
+        if app.consumer.assignment():
+            idle_checks["n"] = 0
+            return
+        idle_checks["n"] += 1
+        if idle_checks["n"] >= WATCHDOG_LIMIT:
+            log.error("gate has had no partitions for %d checks; exiting to be restarted", idle_checks["n"])
+            os._exit(75)
 
     return app
 
