@@ -1,0 +1,131 @@
+"""``hivemem bench pipeline``: throughput and write->queryable latency on the real parts.
+
+Starts its own Kafka + Postgres + services in a temporary HIVEMEM_HOME, then measures:
+1. raw Kafka produce and consume throughput (confluent-kafka, same machine, same run);
+2. sustained envelopes/s through gate and audit projection (signed envelopes, as fast as
+   the producer goes, until every one is audited);
+3. write->queryable latency at a fixed rate: audit row's projected_at minus the envelope's
+   timestamp (same clock), p50/p95/p99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from deploy.kafka_local import free_port
+from hivemem.demo import claw_client
+from hivemem.settings import Settings
+from hivemem.stack import Stack
+
+
+def raw_kafka(bootstrap: str, n: int, size: int = 400) -> tuple[float, float]:
+    topic = f"bench.raw.{uuid.uuid4().hex[:6]}"
+    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 3, 1)])[topic].result()
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 2})
+    payload = b"x" * size
+    t0 = time.perf_counter()
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, payload, key=str(i % 64).encode())
+                break
+            except BufferError:
+                p.poll(0.01)
+        p.poll(0)
+    p.flush()
+    produce_rate = n / (time.perf_counter() - t0)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    got, t0 = 0, time.perf_counter()
+    while got < n:
+        got += sum(1 for m in c.consume(1000, 1.0) if m.error() is None)
+    consume_rate = n / (time.perf_counter() - t0)
+    c.close()
+    return produce_rate, consume_rate
+
+
+def audited(db: str, trace: str) -> int:
+    with psycopg.connect(db, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM audit.events WHERE trace_id = %s", (trace,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def sustained(settings: Settings, n: int) -> float:
+    trace = f"bench-{uuid.uuid4().hex}"
+    clients = [claw_client(settings, "acme", f"bench-{i}") for i in range(8)]
+    envs = [clients[i % 8].build("episode", {"episodeId": f"e{i}", "about": f"a{i % 32}", "content": "bench",
+                                             "occurredAt": 0}, trace_id=trace) for i in range(n)]  # fmt: skip
+    t0 = time.perf_counter()
+    for i, env in enumerate(envs):
+        clients[i % 8].publish_envelope_async(env, lambda tok, err: None)
+    for c in clients:
+        c.flush()
+    while audited(settings.require_database(), trace) < n:
+        time.sleep(0.1)
+    return n / (time.perf_counter() - t0)
+
+
+def latency(settings: Settings, rate: int, seconds: float) -> list[float]:
+    trace = f"lat-{uuid.uuid4().hex}"
+    c = claw_client(settings, "acme", "bench-lat")
+    n = int(rate * seconds)
+    start = time.perf_counter()
+    for i in range(n):
+        target = start + i / rate
+        while time.perf_counter() < target:
+            time.sleep(max(0.0, min(0.001, target - time.perf_counter())))
+        c.publish_envelope_async(c.build("episode", {"episodeId": f"l{i}", "about": f"a{i % 32}",
+                                                     "content": "lat", "occurredAt": 0}, trace_id=trace),
+                                 lambda tok, err: None)  # fmt: skip
+    c.flush()
+    db = settings.require_database()
+    while audited(db, trace) < n:
+        time.sleep(0.1)
+    with psycopg.connect(db, autocommit=True) as conn:
+        rows = conn.execute("SELECT extract(epoch FROM projected_at) * 1000 - envelope_ts FROM audit.events "
+                            "WHERE trace_id = %s", (trace,)).fetchall()  # fmt: skip
+    return sorted(float(r[0]) for r in rows)
+
+
+def pct(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="hivemem bench pipeline")
+    ap.add_argument("what", nargs="?", default="pipeline", choices=["pipeline"])
+    ap.add_argument("--envelopes", type=int, default=20000)
+    ap.add_argument("--rate", type=int, default=500)
+    ap.add_argument("--seconds", type=float, default=20.0)
+    args = ap.parse_args(argv)
+    home = Path(tempfile.mkdtemp(prefix="hivemem-bench-"))
+    settings = dataclasses.replace(Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
+                                   config_path=home / "tenants.toml", api_port=free_port())  # fmt: skip
+    stack = Stack(settings)
+    try:
+        settings = stack.start_backends(say=lambda *_: None)
+        stack.start_services()
+        settings = stack.settings
+        sustained(settings, 500)  # warm-up
+        produce, consume = raw_kafka(settings.require_kafka(), args.envelopes)
+        e2e = sustained(settings, args.envelopes)
+        lat = latency(settings, args.rate, args.seconds)
+        print(f"raw Kafka produce        {produce:10,.0f} msg/s")
+        print(f"raw Kafka consume        {consume:10,.0f} msg/s")
+        print(f"gate + audit projection  {e2e:10,.0f} envelopes/s  ({e2e / produce:.1%} of raw produce)")
+        print(f"write->queryable at {args.rate}/s for {args.seconds:.0f} s (n={len(lat)}): "
+              f"p50 {pct(lat, 0.5):.1f} ms  p95 {pct(lat, 0.95):.1f} ms  p99 {pct(lat, 0.99):.1f} ms  "
+              f"mean {statistics.fmean(lat):.1f} ms")  # fmt: skip
+        return 0
+    finally:
+        stack.stop()
