@@ -30,7 +30,8 @@ from hivemem.stack import Stack
 
 def raw_kafka(bootstrap: str, n: int, size: int = 400) -> tuple[float, float]:
     topic = f"bench.raw.{uuid.uuid4().hex[:6]}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, 3, 1)])[topic].result()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result()
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 2})
     payload = b"x" * size
     t0 = time.perf_counter()

@@ -151,7 +151,7 @@ class LocalKafka:
                 md = admin.list_topics(timeout=2)
                 if md.brokers:
                     return
-            except Exception:  # noqa: BLE001 - not up yet
+            except Exception:
                 pass
             time.sleep(0.3)
         raise RuntimeError(f"Kafka did not start within {timeout:.0f} s; see {self.dir / 'broker.log'}")

@@ -99,11 +99,11 @@ def check(rec: InboundRecord, cfg: GateConfig) -> Verdict:
         return _reject(rec, exc.code, exc.detail)
     raw = decoded.record
     if decoded.writer.family != expected_type or raw.get("type") != expected_type:
-        return _reject(rec, "TYPE_MISMATCH",
-                       f"topic carries {expected_type}, record is {decoded.writer.family}/{raw.get('type')}")  # fmt: skip
+        found = f"{decoded.writer.family}/{raw.get('type')}"
+        return _reject(rec, "TYPE_MISMATCH", f"topic carries {expected_type}, record is {found}")
     if raw.get("schemaVersion") != decoded.writer.version:
-        return _reject(rec, "SCHEMA_VERSION_MISMATCH",
-                       f"schemaVersion {raw.get('schemaVersion')} but written with v{decoded.writer.version}")  # fmt: skip
+        detail = f"schemaVersion {raw.get('schemaVersion')} but written with v{decoded.writer.version}"
+        return _reject(rec, "SCHEMA_VERSION_MISMATCH", detail)
     for name in REQUIRED_HEADER:
         if not raw.get(name):
             return _reject(rec, "MISSING_FIELD", f"required header field {name} is empty")

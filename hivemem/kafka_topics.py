@@ -28,5 +28,5 @@ def kafka_reachable(bootstrap: str, timeout: float = 2.0) -> bool:
     try:
         md = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=timeout)
         return bool(md.brokers)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False

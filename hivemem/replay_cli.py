@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 

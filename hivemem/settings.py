@@ -72,7 +72,7 @@ class Settings:
         """Same server and database, as the RLS-bound application role."""
         params = conninfo_to_dict(self.require_database())
         params.update(user=APP_ROLE, password=config.app_db_password)
-        return make_conninfo(**{k: v for k, v in params.items() if v is not None})
+        return make_conninfo(**{k: str(v) for k, v in params.items() if v is not None})
 
     def load_config(self) -> HiveConfig:
         if not self.config_path.exists():

@@ -62,7 +62,7 @@ def create_app(cfg: GateConfig, bootstrap: str, database_url: str, datadir: str)
             batch = [
                 InboundRecord(
                     Position(e.message.topic, e.message.partition, e.message.offset),
-                    int(round(e.message.timestamp * 1000)),
+                    round(e.message.timestamp * 1000),
                     e.message.key,
                     e.message.value,
                 )

@@ -100,7 +100,7 @@ class ClawClient:
             instance_id=self.instance_id,
             tenant=self.tenant,
             key_id=self.key_id,
-            payload=body,
+            payload=body,  # type: ignore[arg-type]  # PAYLOAD_MODELS[type] is a Payload
         )
         return hmac_sign_envelope(env, self._key)
 
@@ -111,7 +111,7 @@ class ClawClient:
             if err is not None:
                 on_done(None, str(err))
             else:
-                on_done(ConsistencyToken(msg.topic(), msg.partition(), msg.offset()), None)
+                on_done(ConsistencyToken(str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0)), None)
 
         self.produce_raw(self.topics.inbound(env.type), partition_key(env.tenant, env.aggregate),
                          encode_envelope(env), report)  # fmt: skip

@@ -19,7 +19,7 @@ from pydantic.alias_generators import to_camel
 
 from contracts.avro import encode_envelope, registry
 from contracts.models import Envelope
-from contracts.topics import ENVELOPE_TYPES, CLAW_PUBLISHED
+from contracts.topics import CLAW_PUBLISHED, ENVELOPE_TYPES
 from governance.identity import HMAC_PREFIX, DeploymentKeys, TenantPolicy, derive_deployment_key
 from governance.signing import hmac_sign_envelope
 from projections.auth import Principal

@@ -94,7 +94,8 @@ class Projector:
 
     def _wait_lock(self, conn: psycopg.Connection[tuple[object, ...]], stop: threading.Event) -> bool:
         while not stop.is_set():
-            row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (f"projector:{self.consumer_name}",)).fetchone()
+            lock = f"projector:{self.consumer_name}"
+            row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (lock,)).fetchone()
             if row and row[0]:
                 return True
             stop.wait(1.0)
@@ -148,7 +149,7 @@ class Projector:
                 self._store_offsets(cur, fresh)
         except psycopg.OperationalError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a bad record must not stop the projection
+        except Exception as exc:
             log.warning("%s: batch fold failed (%s); folding record by record", self.consumer_name, exc)
             self._fold_one_by_one(conn, fresh)
         for r in fresh:
@@ -164,7 +165,7 @@ class Projector:
                         self.projection.fold(cur, self.schema, [r])
                 except psycopg.OperationalError:
                     raise
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     cur.execute(
                         "INSERT INTO hivemem.projection_failures (consumer, topic, partition, \"offset\", error) "
                         "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",

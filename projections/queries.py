@@ -6,11 +6,11 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
-
 
 
 class ClawView(BaseModel):
@@ -65,7 +65,7 @@ async def list_claws(pool: AsyncConnectionPool, tenant: str, capability: str | N
             "SELECT tenant, claw_id, instance_id, status, healthy, agent_version, capabilities, first_seen, "
             "last_seen, ttl_seconds FROM claws.claws ORDER BY claw_id"
         )
-        rows = await cur.fetchall()
+        rows: list[Any] = await cur.fetchall()
     now = int(time.time() * 1000)
     out = []
     for r in rows:

@@ -20,8 +20,10 @@ _COLUMNS = ("tenant, source_topic, source_partition, source_offset, outcome, rea
 
 
 class AuditProjection:
-    name = "audit"
-    tables = (DigestTable("events", _COLUMNS, "source_topic, source_partition, source_offset"),)
+    name: str = "audit"
+    tables: tuple[DigestTable, ...] = (
+        DigestTable("events", _COLUMNS, "source_topic, source_partition, source_offset"),
+    )
 
     def __init__(self, extra_topics: tuple[str, ...] = ()) -> None:
         self._extra = extra_topics

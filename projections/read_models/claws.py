@@ -12,10 +12,14 @@ from projections.read_models import DigestTable, schema_ddl, tenant_table
 
 
 class ClawsProjection:
-    name = "claws"
-    tables = (
-        DigestTable("claws", "tenant, claw_id, instance_id, status, healthy, ttl_seconds, agent_version, "
-                    "capabilities, first_seen, last_seen, capabilities_at", "tenant, claw_id"),  # fmt: skip
+    name: str = "claws"
+    tables: tuple[DigestTable, ...] = (
+        DigestTable(
+            "claws",
+            "tenant, claw_id, instance_id, status, healthy, ttl_seconds, agent_version, capabilities, "
+            "first_seen, last_seen, capabilities_at",
+            "tenant, claw_id",
+        ),
     )
 
     def topics(self, names: TopicNames) -> list[str]:
@@ -53,7 +57,8 @@ class ClawsProjection:
                 presence.append((env.tenant, env.claw_id, env.instance_id, p.status, p.healthy,
                                  p.ttl_seconds, p.agent_version, t))  # fmt: skip
             elif isinstance(env.payload, CapabilitiesPayload):
-                capabilities.append((env.tenant, env.claw_id, env.instance_id, sorted(set(env.payload.capabilities)), t))
+                caps = sorted(set(env.payload.capabilities))
+                capabilities.append((env.tenant, env.claw_id, env.instance_id, caps, t))
         if presence:
             cur.executemany(
                 f"""INSERT INTO {schema}.claws AS c (tenant, claw_id, instance_id, status, healthy,

@@ -17,7 +17,9 @@ def test_cross_tenant_reads_return_nothing(stack: Stack) -> None:
     client(stack, tenant="acme").publish("episode", episode(), trace_id=trace)
     tok = client(stack, tenant="globex").publish("episode", episode(), trace_id=trace)
     with http(stack, "acme") as h:
-        h.get("/api/v1/audit", params={"traceId": trace, "consistency": str(tok), "wait_ms": 1}).status_code
+        # acme cannot even see that globex's write exists: its consistency wait times out.
+        r = h.get("/api/v1/audit", params={"traceId": trace, "consistency": str(tok), "wait_ms": 300})
+        assert (r.status_code, r.json()["code"]) == (504, "CONSISTENCY_TIMEOUT")
     with http(stack, "globex") as h:
         rows = h.get("/api/v1/audit", params={"traceId": trace, "consistency": str(tok)}).json()
         assert [r["type"] for r in rows] == ["episode"]  # globex sees its own row only
