@@ -41,7 +41,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
     with socket.socket() as s:
         # As the JVM does: a port in TIME_WAIT after our own broker stopped is reusable.
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -80,7 +80,7 @@ class LocalKafka:
         ports_file = self.dir / "ports"
         if ports_file.exists():
             p, c = (int(x) for x in ports_file.read_text().split())
-            if _port_free(p) and _port_free(c):
+            if port_free(p) and port_free(c):
                 self.port, self.controller_port = p, c
                 return
         self.port, self.controller_port = free_port(), free_port()

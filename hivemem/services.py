@@ -20,7 +20,7 @@ from governance.identity import DeploymentKeys
 from hivemem.kafka_topics import kafka_reachable
 from hivemem.settings import Settings
 from producers.claw_client import producer_config
-from projections.projector import Projector, Watermarks
+from projections.projector import Projector, Watermarks, stored_offsets
 from projections.read_models import Projection
 from projections.read_models.audit import AuditProjection
 from projections.read_models.claws import ClawsProjection
@@ -93,9 +93,7 @@ def projection_lag(settings: Settings, watermarks: Watermarks) -> dict[str, int]
     with psycopg.connect(settings.require_database(), autocommit=True) as conn:
         for name, projection in PROJECTIONS.items():
             ends = watermarks(projection.topics(settings.topics))
-            rows = conn.execute("SELECT topic, partition, next_offset FROM hivemem.projection_offsets "
-                                "WHERE consumer = %s", (name,)).fetchall()  # fmt: skip
-            have = {(str(r[0]), int(str(r[1]))): int(str(r[2])) for r in rows}
+            have = stored_offsets(conn, name)
             out[name] = sum(max(0, end - have.get(tp, 0)) for tp, end in ends.items())
     return out
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from deploy.kafka_local import LocalKafka, free_port
+from deploy.kafka_local import LocalKafka, free_port, port_free
 from deploy.postgres_local import LocalPostgres
 from hivemem.kafka_topics import ensure_topics
 from hivemem.settings import Settings
@@ -94,7 +94,7 @@ class Stack:
     def start_services(self, names: list[str] | None = None, api_port: int | None = None) -> None:
         if api_port is not None:
             self.settings = dataclasses.replace(self.settings, api_port=api_port)
-        elif "api" in (names or SERVICES) and (self.settings.api_port == 0 or not _port_free(self.settings.api_port)):
+        elif "api" in (names or SERVICES) and (self.settings.api_port == 0 or not port_free(self.settings.api_port)):
             self.settings = dataclasses.replace(self.settings, api_port=free_port())
         env = self.child_env()
         for name in names or list(SERVICES):
@@ -142,13 +142,3 @@ class Stack:
         if self.postgres is not None:
             self.postgres.stop()
 
-
-def _port_free(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True

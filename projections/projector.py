@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 
 import psycopg
@@ -46,6 +45,13 @@ def to_log_record(msg: object) -> LogRecord:
     return LogRecord(m.topic(), m.partition(), m.offset(), m.timestamp()[1], m.key(), m.value(), headers)  # type: ignore[attr-defined]
 
 
+def stored_offsets(conn: psycopg.Connection[tuple[object, ...]], consumer: str) -> dict[TP, int]:
+    """Next offset to fold, per (topic, partition), as recorded with the read model."""
+    rows = conn.execute("SELECT topic, partition, next_offset FROM hivemem.projection_offsets "
+                        "WHERE consumer = %s", (consumer,)).fetchall()  # fmt: skip
+    return {(str(r[0]), int(str(r[1]))): int(str(r[2])) for r in rows}
+
+
 class Projector:
     def __init__(
         self,
@@ -72,9 +78,7 @@ class Projector:
         return psycopg.connect(self.db_url, autocommit=True, prepare_threshold=None)
 
     def _load_offsets(self, conn: psycopg.Connection[tuple[object, ...]]) -> dict[TP, int]:
-        rows = conn.execute("SELECT topic, partition, next_offset FROM hivemem.projection_offsets "
-                            "WHERE consumer = %s", (self.consumer_name,)).fetchall()  # fmt: skip
-        return {(str(r[0]), int(str(r[1]))): int(str(r[2])) for r in rows}
+        return stored_offsets(conn, self.consumer_name)
 
     def _partitions(self, consumer: Consumer) -> list[TP]:
         md = consumer.list_topics(timeout=10)
@@ -217,16 +221,3 @@ def high_watermarks(bootstrap: str, topics: list[str]) -> dict[TP, int]:
         return wm(topics)
     finally:
         wm.close()
-
-
-def wait_caught_up(projector_db: str, consumer_name: str, ends: dict[TP, int], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    with psycopg.connect(projector_db, autocommit=True) as conn:
-        while time.monotonic() < deadline:
-            rows = conn.execute("SELECT topic, partition, next_offset FROM hivemem.projection_offsets "
-                                "WHERE consumer = %s", (consumer_name,)).fetchall()  # fmt: skip
-            have = {(str(r[0]), int(str(r[1]))): int(str(r[2])) for r in rows}
-            if all(have.get(tp, 0) >= end for tp, end in ends.items()):
-                return True
-            time.sleep(0.1)
-    return False

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import psycopg
 
 from contracts.topics import TopicNames
-from projections.projector import TP, Projector, Watermarks
+from projections.projector import TP, Projector, Watermarks, stored_offsets
 from projections.read_models import Projection
 
 MAX_ROUNDS = 120  # rounds of up to 0.5 s waiting for the live projector
@@ -52,9 +52,7 @@ def digest(conn: psycopg.Connection[tuple[object, ...]], projection: Projection,
 
 
 def _offsets(conn: psycopg.Connection[tuple[object, ...]], consumer: str) -> dict[TP, int]:
-    rows = conn.execute("SELECT topic, partition, next_offset FROM hivemem.projection_offsets WHERE consumer = %s "
-                        "AND next_offset > 0", (consumer,)).fetchall()  # fmt: skip
-    return {(str(r[0]), int(str(r[1]))): int(str(r[2])) for r in rows}
+    return {tp: o for tp, o in stored_offsets(conn, consumer).items() if o > 0}
 
 
 def rebuild(
