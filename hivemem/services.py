@@ -12,14 +12,11 @@ import threading
 
 from confluent_kafka import Producer
 
-from contracts.avro import encode_envelope
-from contracts.models import Envelope
-from contracts.topics import partition_key
 from governance.gate import GateConfig
 from governance.identity import DeploymentKeys
 from hivemem.kafka_topics import kafka_reachable
 from hivemem.settings import Settings
-from producers.claw_client import producer_config
+from producers.claw_client import EnvelopePublisher, producer_config
 from projections.projector import Projector, Watermarks, stored_offsets
 from projections.read_models import Projection
 from projections.read_models.audit import AuditProjection
@@ -58,34 +55,6 @@ def run_projectors(settings: Settings, only: list[str] | None = None) -> None:
         t.join(10)
 
 
-class KafkaPublisher:
-    """The write gateway's publisher: idempotent producer, waits for the broker's ack."""
-
-    def __init__(self, bootstrap: str, settings: Settings) -> None:
-        self._producer = Producer(producer_config(bootstrap))
-        self._names = settings.topics
-        self._lock = threading.Lock()
-
-    def publish(self, env: Envelope) -> tuple[str, int, int]:
-        done = threading.Event()
-        result: dict[str, object] = {}
-
-        def report(err: object, msg: object) -> None:
-            result["err"], result["msg"] = err, msg
-            done.set()
-
-        with self._lock:
-            self._producer.produce(self._names.inbound(env.type), key=partition_key(env.tenant, env.aggregate),
-                                   value=encode_envelope(env), on_delivery=report)  # fmt: skip
-        while not done.is_set():
-            with self._lock:
-                self._producer.poll(0.01)
-        if result["err"] is not None:
-            raise RuntimeError(str(result["err"]))
-        m = result["msg"]
-        return m.topic(), m.partition(), m.offset()  # type: ignore[attr-defined]
-
-
 def projection_lag(settings: Settings, watermarks: Watermarks) -> dict[str, int]:
     import psycopg
 
@@ -111,7 +80,7 @@ def run_api(settings: Settings) -> None:
         token_secret=config.token_secret,
         tenants=config.tenants,
         names=settings.topics,
-        publisher=KafkaPublisher(bootstrap, settings),
+        publisher=EnvelopePublisher(Producer(producer_config(bootstrap)), settings.topics),
         kafka_ok=lambda: kafka_reachable(bootstrap),
         projection_lag=lambda: projection_lag(settings, watermarks),
         watermarks=watermarks,

@@ -56,6 +56,53 @@ def producer_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+class EnvelopePublisher:
+    """Sends signed envelopes to their inbound topic, keyed tenant/aggregate, and reports
+    where each landed. Shared by claws (``ClawClient``) and the HTTP write gateway."""
+
+    def __init__(self, producer: Producer, topics: TopicNames) -> None:
+        self._producer = producer
+        self.topics = topics
+
+    def publish_async(
+        self, env: Envelope, on_done: Callable[[ConsistencyToken | None, str | None], None]
+    ) -> None:
+        def report(err: KafkaError | None, msg: Message) -> None:
+            if err is not None:
+                on_done(None, str(err))
+            else:
+                on_done(ConsistencyToken(str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0)), None)
+
+        self.produce_raw(self.topics.inbound(env.type), partition_key(env.tenant, env.aggregate),
+                         encode_envelope(env), report)  # fmt: skip
+
+    def produce_raw(self, topic: str, key: bytes | None, value: bytes | None,
+                    on_delivery: Callable[[KafkaError | None, Message], None] | None = None) -> None:  # fmt: skip
+        """Low-level send (tests use it for hand-made records); retries a full local queue."""
+        while True:
+            try:
+                self._producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
+                break
+            except BufferError:
+                self._producer.poll(0.05)
+        self._producer.poll(0)
+
+    def publish(self, env: Envelope, timeout: float = 30.0) -> ConsistencyToken:
+        result: list[ConsistencyToken | str] = []
+        self.publish_async(env, lambda tok, err: result.append(tok if tok else str(err)))
+        deadline = time.monotonic() + timeout
+        while not result and time.monotonic() < deadline:
+            self._producer.poll(0.05)
+        if not result:
+            raise PublishError("PUBLISH_TIMEOUT", f"no delivery report within {timeout} s")
+        if isinstance(result[0], str):
+            raise PublishError("PUBLISH_FAILED", result[0])
+        return result[0]
+
+    def flush(self, timeout: float = 30.0) -> int:
+        return int(self._producer.flush(timeout))
+
+
 class ClawClient:
     def __init__(
         self,
@@ -74,7 +121,7 @@ class ClawClient:
         self.key_id = key_id
         self._key = deployment_key
         self.topics = topics or TopicNames()
-        self._producer = producer or Producer(producer_config(bootstrap))
+        self._publisher = EnvelopePublisher(producer or Producer(producer_config(bootstrap)), self.topics)
 
     def build(
         self,
@@ -107,37 +154,14 @@ class ClawClient:
     def publish_envelope_async(
         self, env: Envelope, on_done: Callable[[ConsistencyToken | None, str | None], None]
     ) -> None:
-        def report(err: KafkaError | None, msg: Message) -> None:
-            if err is not None:
-                on_done(None, str(err))
-            else:
-                on_done(ConsistencyToken(str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0)), None)
+        self._publisher.publish_async(env, on_done)
 
-        self.produce_raw(self.topics.inbound(env.type), partition_key(env.tenant, env.aggregate),
-                         encode_envelope(env), report)  # fmt: skip
+    def publish_envelope(self, env: Envelope, timeout: float = 30.0) -> ConsistencyToken:
+        return self._publisher.publish(env, timeout)
 
     def produce_raw(self, topic: str, key: bytes | None, value: bytes | None,
                     on_delivery: Callable[[KafkaError | None, Message], None] | None = None) -> None:  # fmt: skip
-        """Low-level send (tests use it for hand-made records); retries a full local queue."""
-        while True:
-            try:
-                self._producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
-                break
-            except BufferError:
-                self._producer.poll(0.05)
-        self._producer.poll(0)
-
-    def publish_envelope(self, env: Envelope, timeout: float = 30.0) -> ConsistencyToken:
-        result: list[ConsistencyToken | str] = []
-        self.publish_envelope_async(env, lambda tok, err: result.append(tok if tok else str(err)))
-        deadline = time.monotonic() + timeout
-        while not result and time.monotonic() < deadline:
-            self._producer.poll(0.05)
-        if not result:
-            raise PublishError("PUBLISH_TIMEOUT", f"no delivery report within {timeout} s")
-        if isinstance(result[0], str):
-            raise PublishError("PUBLISH_FAILED", result[0])
-        return result[0]
+        self._publisher.produce_raw(topic, key, value, on_delivery)
 
     def publish(self, envelope_type: str, payload: WireModel | dict[str, Any], **kw: Any) -> ConsistencyToken:
         return self.publish_envelope(self.build(envelope_type, payload, **kw))
@@ -147,4 +171,4 @@ class ClawClient:
         return self.publish("presence", payload)
 
     def flush(self, timeout: float = 30.0) -> int:
-        return int(self._producer.flush(timeout))
+        return self._publisher.flush(timeout)

@@ -180,12 +180,12 @@ def create_app(deps: ApiDeps) -> FastAPI:
     async def write(body: EnvelopeIn, who: Who) -> WriteAccepted:
         env = build_envelope(body, who, deps.tenants)
         try:
-            topic, partition, offset = await run_in_threadpool(deps.publisher.publish, env)
+            pos = await run_in_threadpool(deps.publisher.publish, env)
         except Exception as exc:
             raise ApiError(503, "PUBLISH_FAILED", f"Kafka did not take the write: {exc}") from exc
         writes.labels(env.type).inc()
-        return WriteAccepted(consistency_token=f"{topic}:{partition}:{offset}", topic=topic, partition=partition,
-                             offset=offset, event_id=env.event_id, trace_id=env.trace_id,
+        return WriteAccepted(consistency_token=f"{pos.topic}:{pos.partition}:{pos.offset}", topic=pos.topic,
+                             partition=pos.partition, offset=pos.offset, event_id=env.event_id, trace_id=env.trace_id,
                              idempotency_key=env.idempotency_key)  # fmt: skip
 
     @app.get("/api/v1/claws", response_model=list[ClawView])

@@ -25,9 +25,18 @@ from governance.signing import hmac_sign_envelope
 from projections.auth import Principal
 
 
+class WritePosition(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+
+
 class Publisher(Protocol):
-    def publish(self, env: Envelope) -> tuple[str, int, int]:
-        """Publish and wait for the broker's ack; return (topic, partition, offset)."""
+    def publish(self, env: Envelope, timeout: float = ...) -> WritePosition:
+        """Publish and wait for the broker's ack; say where the record landed."""
         ...
 
 
