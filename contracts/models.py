@@ -16,9 +16,7 @@ MAX_TEXT = 65_536
 
 
 class WireModel(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"
-    )
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid")
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True)
@@ -72,6 +70,16 @@ class CapabilitiesPayload(WireModel):
     capabilities: list[str] = Field(default_factory=list)
 
 
+class IdentityPayload(WireModel):
+    """Register (or, with ``replaces``, rotate to) an Ed25519 key, or revoke one."""
+
+    action: Literal["REGISTER", "REVOKE"]
+    key_id: str = Field(min_length=1)
+    public_key: bytes = b""
+    proof: bytes = b""
+    replaces: str | None = None
+
+
 ObservationType = Literal["ANOMALY", "DOMAIN", "WORKFLOW", "EFFICIENCY", "REGULATORY", "CONSENSUS"]
 Domain = Literal[
     "legal", "finance", "procurement", "hr", "customer_support", "logistics", "manufacturing",
@@ -116,6 +124,7 @@ class TracePayload(WireModel):
 Payload = (
     ProposalPayload | VotePayload | DecisionPayload | FactPayload | PresencePayload
     | CapabilitiesPayload | ObservationPayload | ValidationPayload | EpisodePayload | TracePayload
+    | IdentityPayload
 )  # fmt: skip
 
 PAYLOAD_MODELS: dict[str, type[WireModel]] = {
@@ -129,6 +138,7 @@ PAYLOAD_MODELS: dict[str, type[WireModel]] = {
     "validation": ValidationPayload,
     "episode": EpisodePayload,
     "trace": TracePayload,
+    "identity": IdentityPayload,
 }
 
 
@@ -145,7 +155,7 @@ def aggregate_id(envelope_type: str, payload: WireModel, claw_id: str) -> str:
         return f"observation:{payload.observation_id}"
     if isinstance(payload, EpisodePayload | TracePayload):
         return f"about:{payload.about}"
-    return f"claw:{claw_id}"  # presence, capabilities
+    return f"claw:{claw_id}"  # presence, capabilities, identity
 
 
 class Envelope(WireModel):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from contracts.avro import ContractError, decode_record, envelope_from_decoded, signing_bytes
 from contracts.models import Envelope, Rejection
 from contracts.topics import GOVERNED_TYPES, TopicNames, partition_key
-from governance.identity import KeyResolver, TenantPolicy
+from governance.identity import KeyRefusal, KeyResolver, TenantPolicy
 
 CLOCK_SKEW_MS = 300_000  # seed 000, 13.2: requests within +-300 s of server time
 REPLAY_WINDOW_MS = 600_000  # seed 000, 13.2: replay tuples kept 10 minutes
@@ -121,9 +121,11 @@ def check(rec: InboundRecord, cfg: GateConfig) -> Verdict:
     skew = env.timestamp - rec.log_time
     if abs(skew) > cfg.clock_skew_ms:
         return _reject(rec, "CLOCK_SKEW", f"timestamp is {skew / 1000:+.0f} s from server time", env)
-    verifier = cfg.keys.resolve(env.tenant, env.claw_id, env.key_id)
+    verifier = cfg.keys.resolve(env.tenant, env.claw_id, env.key_id, env.timestamp, rec.log_time)
     if verifier is None:
         return _reject(rec, "UNKNOWN_KEY", f"no key {env.key_id!r} for claw {env.claw_id}", env)
+    if isinstance(verifier, KeyRefusal):
+        return _reject(rec, verifier.code, verifier.detail, env)
     if not verifier.verify(signing_bytes(decoded), env.signature):
         return _reject(rec, "BAD_SIGNATURE", "signature does not verify", env)
     if env.claw_id in policy.suspended_claws:

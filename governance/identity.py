@@ -3,6 +3,7 @@
 An operator (tenant) keeps HMAC-SHA256 secrets, each with an id. A claw's deployment key is
 derived from one of them, so the gate can verify any claw of the tenant without storing
 per-claw secrets. ``keyId`` on the envelope names the scheme and the secret: ``hmac:<id>``.
+Claws may also sign with registered Ed25519 keys (``keyring.py``); the gate resolves both.
 """
 
 from __future__ import annotations
@@ -48,8 +49,21 @@ class TenantPolicy:
     suspended_claws: frozenset[str] = field(default_factory=frozenset)
 
 
+@dataclass(frozen=True)
+class KeyRefusal:
+    code: str  # UNKNOWN_KEY | KEY_REVOKED | KEY_ROTATED | ...
+    detail: str
+
+
 class KeyResolver(Protocol):
-    def resolve(self, tenant: str, claw_id: str, key_id: str) -> Verifier | None: ...
+    def resolve(
+        self, tenant: str, claw_id: str, key_id: str, signed_at: int, seen_at: int
+    ) -> Verifier | KeyRefusal | None:
+        """A verifier for the key, None if unknown, or why the key may not sign this record.
+
+        ``signed_at`` is the envelope's timestamp, ``seen_at`` the broker's log time.
+        """
+        ...
 
 
 @dataclass(frozen=True)
@@ -58,7 +72,7 @@ class DeploymentKeys:
 
     tenants: Mapping[str, TenantPolicy]
 
-    def resolve(self, tenant: str, claw_id: str, key_id: str) -> Verifier | None:
+    def resolve(self, tenant: str, claw_id: str, key_id: str, signed_at: int = 0, seen_at: int = 0) -> Verifier | None:
         policy = self.tenants.get(tenant)
         if policy is None or not key_id.startswith(HMAC_PREFIX):
             return None

@@ -1,12 +1,60 @@
-"""Signing envelopes: the signature covers the Avro single-object bytes with an empty signature."""
+"""Signing envelopes: the signature covers the Avro single-object bytes with an empty signature.
+
+Two schemes, one interface: a claw's HMAC-SHA256 deployment key (``hmac:<secret id>``) or a
+registered Ed25519 key (``ed25519:<name>``).
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from contracts.avro import encode_envelope
 from contracts.models import Envelope
 from governance.identity import hmac_sign
+from governance.keyring import ED25519_PREFIX, key_proof_message
 
 
-def hmac_sign_envelope(env: Envelope, key: bytes) -> Envelope:
-    unsigned = encode_envelope(env.unsigned())
-    return env.model_copy(update={"signature": hmac_sign(key, unsigned)})
+class Signer(Protocol):
+    @property
+    def key_id(self) -> str: ...
+
+    def sign(self, message: bytes) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class HmacSigner:
+    key_id: str
+    key: bytes
+
+    def sign(self, message: bytes) -> bytes:
+        return hmac_sign(self.key, message)
+
+
+@dataclass(frozen=True)
+class Ed25519Signer:
+    key_id: str
+    private_key: Ed25519PrivateKey
+
+    @classmethod
+    def generate(cls, name: str) -> Ed25519Signer:
+        return cls(ED25519_PREFIX + name, Ed25519PrivateKey.generate())
+
+    @property
+    def public_key(self) -> bytes:
+        return self.private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+    def sign(self, message: bytes) -> bytes:
+        return self.private_key.sign(message)
+
+    def proof(self, tenant: str, claw_id: str) -> bytes:
+        """Proof of possession for registering this key to ``claw_id``."""
+        return self.sign(key_proof_message(tenant, claw_id, self.key_id, self.public_key))
+
+
+def sign_envelope(env: Envelope, signer: Signer) -> Envelope:
+    unsigned = encode_envelope(env.model_copy(update={"key_id": signer.key_id, "signature": b""}))
+    return env.model_copy(update={"key_id": signer.key_id, "signature": signer.sign(unsigned)})

@@ -26,7 +26,10 @@ def run_replay(settings: Settings, only: str | None, console: Console) -> int:
                           TimeRemainingColumn(), console=console) as progress:  # fmt: skip
                 task = progress.add_task(name, total=None)
                 result = rebuild(
-                    projection, settings.require_kafka(), settings.require_database(), settings.topics,
+                    projection,
+                    settings.require_kafka(),
+                    settings.require_database(),
+                    settings.topics,
                     on_total=lambda n, task=task: progress.update(task, total=n),  # type: ignore[misc]
                     on_batch=lambda n, task=task: progress.advance(task, n),  # type: ignore[misc]
                 )
@@ -37,5 +40,3 @@ def run_replay(settings: Settings, only: str | None, console: Console) -> int:
         return 0 if ok else 1
     finally:
         stack.stop()
-
-

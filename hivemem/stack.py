@@ -141,4 +141,3 @@ class Stack:
             self.kafka.stop()
         if self.postgres is not None:
             self.postgres.stop()
-

@@ -24,6 +24,7 @@ import faust
 from governance.gate import GateConfig, InboundRecord, Position
 from processors.claim_store import PostgresClaimStore
 from processors.gate_core import GateCore
+from processors.key_store import PostgresKeyStore
 
 WATCHDOG_INTERVAL = 5.0
 WATCHDOG_LIMIT = 3
@@ -53,7 +54,7 @@ def create_app(cfg: GateConfig, bootstrap: str, database_url: str, datadir: str)
 
     def core() -> GateCore:
         if "core" not in core_holder:
-            core_holder["core"] = GateCore(cfg, PostgresClaimStore(database_url))
+            core_holder["core"] = GateCore(cfg, PostgresClaimStore(database_url), PostgresKeyStore(database_url))
         return core_holder["core"]
 
     @app.agent(inbound, concurrency=1)
@@ -70,8 +71,7 @@ def create_app(cfg: GateConfig, bootstrap: str, database_url: str, datadir: str)
             ]
             outputs = core().process(batch)
             futures = [
-                await app.producer.send(o.topic, o.key, o.value, o.partition, None, list(o.headers))
-                for o in outputs
+                await app.producer.send(o.topic, o.key, o.value, o.partition, None, list(o.headers)) for o in outputs
             ]
             await asyncio.gather(*futures)
 
@@ -92,4 +92,3 @@ def create_app(cfg: GateConfig, bootstrap: str, database_url: str, datadir: str)
             os._exit(75)
 
     return app
-

@@ -1,7 +1,7 @@
 """``ClawClient``: what a claw uses to write to HiveMem.
 
 Envelopes are validated by the Pydantic models, signed with the claw's deployment key
-(HMAC-SHA256) and published with an idempotent producer (``enable.idempotence``,
+(HMAC-SHA256) or, once registered, its Ed25519 key, and published with an idempotent producer (``enable.idempotence``,
 ``acks=all``), keyed by tenant plus aggregate. Every publish returns a consistency token.
 """
 
@@ -18,7 +18,7 @@ from confluent_kafka import KafkaError, Message, Producer
 from contracts.avro import encode_envelope, registry
 from contracts.models import PAYLOAD_MODELS, Envelope, PresencePayload, WireModel
 from contracts.topics import TopicNames, partition_key
-from governance.signing import hmac_sign_envelope
+from governance.signing import Ed25519Signer, HmacSigner, Signer, sign_envelope
 
 
 class PublishError(RuntimeError):
@@ -64,9 +64,7 @@ class EnvelopePublisher:
         self._producer = producer
         self.topics = topics
 
-    def publish_async(
-        self, env: Envelope, on_done: Callable[[ConsistencyToken | None, str | None], None]
-    ) -> None:
+    def publish_async(self, env: Envelope, on_done: Callable[[ConsistencyToken | None, str | None], None]) -> None:
         def report(err: KafkaError | None, msg: Message) -> None:
             if err is not None:
                 on_done(None, str(err))
@@ -118,8 +116,8 @@ class ClawClient:
         self.tenant = tenant
         self.claw_id = claw_id
         self.instance_id = instance_id or f"{claw_id}-{uuid.uuid4().hex[:8]}"
-        self.key_id = key_id
-        self._key = deployment_key
+        self.signer: Signer = HmacSigner(key_id, deployment_key)
+        self._deployment = self.signer
         self.topics = topics or TopicNames()
         self._publisher = EnvelopePublisher(producer or Producer(producer_config(bootstrap)), self.topics)
 
@@ -146,10 +144,35 @@ class ClawClient:
             claw_id=self.claw_id,
             instance_id=self.instance_id,
             tenant=self.tenant,
-            key_id=self.key_id,
+            key_id=self.signer.key_id,
             payload=body,  # type: ignore[arg-type]  # PAYLOAD_MODELS[type] is a Payload
         )
-        return hmac_sign_envelope(env, self._key)
+        return sign_envelope(env, self.signer)
+
+    @property
+    def key_id(self) -> str:
+        return self.signer.key_id
+
+    def register_key(self, new: Ed25519Signer, **kw: Any) -> ConsistencyToken:
+        """Register ``new`` for this claw, signed by the current key (a rotation if that is
+        an Ed25519 key). Keep signing with the current key until the gate has taken the
+        registration (e.g. the key shows in ``GET /api/v1/claws/{id}/keys?consistency=``),
+        then ``use_key(new)``."""
+        replaces = self.signer.key_id if isinstance(self.signer, Ed25519Signer) else None
+        payload = {"action": "REGISTER", "keyId": new.key_id, "publicKey": new.public_key,
+                   "proof": new.proof(self.tenant, self.claw_id), "replaces": replaces}  # fmt: skip
+        return self.publish("identity", payload, **kw)
+
+    def use_key(self, signer: Signer) -> None:
+        self.signer = signer
+
+    def revoke_key(self, key_id: str, **kw: Any) -> ConsistencyToken:
+        """Revoke one of this claw's Ed25519 keys, signed with the deployment key (the operator's
+        word stands even when the claw's own key is compromised)."""
+        if self.signer.key_id == key_id:
+            self.signer = self._deployment
+        return self.publish_envelope(sign_envelope(self.build("identity", {"action": "REVOKE", "keyId": key_id}, **kw),
+                                                   self._deployment))  # fmt: skip
 
     def publish_envelope_async(
         self, env: Envelope, on_done: Callable[[ConsistencyToken | None, str | None], None]

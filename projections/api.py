@@ -5,7 +5,6 @@ No `from __future__ import annotations` here: FastAPI must see the real dependen
 Every error is JSON ``{"code": ..., "detail": ...}`` with a stable code.
 """
 
-
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass

@@ -21,7 +21,7 @@ from contracts.avro import encode_envelope, registry
 from contracts.models import Envelope
 from contracts.topics import CLAW_PUBLISHED, ENVELOPE_TYPES
 from governance.identity import HMAC_PREFIX, DeploymentKeys, TenantPolicy, derive_deployment_key
-from governance.signing import hmac_sign_envelope
+from governance.signing import HmacSigner, sign_envelope
 from projections.auth import Principal
 
 
@@ -104,7 +104,7 @@ def build_envelope(body: EnvelopeIn, who: Principal, tenants: Mapping[str, Tenan
         secret = policy.operator_secrets.get(env.key_id[len(HMAC_PREFIX) :])
         if secret is None:
             raise GatewayError(422, "UNKNOWN_KEY", f"no operator secret for {env.key_id}")
-        return hmac_sign_envelope(env, derive_deployment_key(secret, who.tenant, claw_id))
+        return sign_envelope(env, HmacSigner(env.key_id, derive_deployment_key(secret, who.tenant, claw_id)))
     try:
         signature = base64.b64decode(body.signature, validate=True)
     except (binascii.Error, ValueError) as exc:

@@ -171,7 +171,7 @@ class Projector:
                     raise
                 except Exception as exc:
                     cur.execute(
-                        "INSERT INTO hivemem.projection_failures (consumer, topic, partition, \"offset\", error) "
+                        'INSERT INTO hivemem.projection_failures (consumer, topic, partition, "offset", error) '
                         "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                         (self.consumer_name, r.topic, r.partition, r.offset, f"{type(exc).__name__}: {exc}"[:2000]),
                     )

@@ -114,13 +114,16 @@ async def wait_consistent(
             if ends is None:
                 cur = await conn.execute(
                     "SELECT 1 FROM audit.events "
-                    "WHERE source_topic = %s AND source_partition = %s AND source_offset = %s", token)
+                    "WHERE source_topic = %s AND source_partition = %s AND source_offset = %s",
+                    token,
+                )
                 if await cur.fetchone() is not None:
                     ends = await watermarks()
             if ends is not None:
                 cur = await conn.execute(
                     "SELECT topic, partition, next_offset FROM hivemem.projection_offsets WHERE consumer = %s",
-                    (consumer,))
+                    (consumer,),
+                )
                 have = {(str(r[0]), int(r[1])): int(r[2]) for r in await cur.fetchall()}  # type: ignore[call-overload]
                 if all(have.get(tp, 0) >= end for tp, end in ends.items()):
                     return

@@ -95,5 +95,6 @@ def rebuild(
                 target[tp] = max(end, target.get(tp, 0))
             if any(live.get(tp, 0) < end for tp, end in target.items()):
                 threading.Event().wait(0.5)
-    raise RuntimeError(f"{projection.name}: the live read model did not reach the log's end; is its projector "
-                       "running (hivemem up)?")
+    raise RuntimeError(
+        f"{projection.name}: the live read model did not reach the log's end; is its projector running (hivemem up)?"
+    )

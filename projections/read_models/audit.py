@@ -64,8 +64,7 @@ class AuditProjection:
     def fold(self, cur: psycopg.Cursor[tuple[object, ...]], schema: str, records: list[LogRecord]) -> None:
         rows = [self._row(rec) for rec in records]
         cur.executemany(
-            f"INSERT INTO {schema}.events ({_COLUMNS}) VALUES ({', '.join(['%s'] * 18)}) "
-            "ON CONFLICT DO NOTHING",
+            f"INSERT INTO {schema}.events ({_COLUMNS}) VALUES ({', '.join(['%s'] * 18)}) ON CONFLICT DO NOTHING",
             rows,
         )
 

@@ -35,8 +35,10 @@ def test_same_idempotency_key_five_times_is_applied_once(stack: Stack) -> None:
     tokens = [c.publish("episode", body, idempotency_key=f"k-{trace}", trace_id=trace) for _ in range(5)]
     with http(stack) as h:
         audit = h.get("/api/v1/audit", params={"traceId": trace, "consistency": str(tokens[-1])}).json()
-    assert sorted((a["outcome"], a["reason_code"]) for a in audit) == [("ACCEPTED", None)] + [
-        ("REJECTED", "DUPLICATE")] * 4
+    assert (
+        sorted((a["outcome"], a["reason_code"]) for a in audit)
+        == [("ACCEPTED", None)] + [("REJECTED", "DUPLICATE")] * 4
+    )
 
 
 def test_bad_inputs_rejected_with_reason_codes_and_good_ones_in_the_same_batch_applied(stack: Stack) -> None:
@@ -69,11 +71,15 @@ def test_bad_inputs_rejected_with_reason_codes_and_good_ones_in_the_same_batch_a
     expected = {"garbage": "MALFORMED", "unknown_schema": "UNKNOWN_SCHEMA", "missing_field": "MISSING_FIELD",
                 "bad_signature": "BAD_SIGNATURE", "clock_skew": "CLOCK_SKEW", "replayed": "REPLAYED"}  # fmt: skip
     with owner_db(stack) as conn:
+
         def verdicts() -> dict[str, str] | None:
             out = {}
             for name, (part, off) in positions.items():  # type: ignore[misc]
-                row = conn.execute("SELECT coalesce(reason_code, outcome) FROM audit.events WHERE source_topic = %s "
-                                   "AND source_partition = %s AND source_offset = %s", (topic, part, off)).fetchone()
+                row = conn.execute(
+                    "SELECT coalesce(reason_code, outcome) FROM audit.events WHERE source_topic = %s "
+                    "AND source_partition = %s AND source_offset = %s",
+                    (topic, part, off),
+                ).fetchone()
                 if row is None:
                     return None
                 out[name] = str(row[0])

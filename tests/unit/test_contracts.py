@@ -12,8 +12,19 @@ from tests.helpers import episode, offline_client
 
 def test_every_family_is_backward_transitively_compatible() -> None:
     problems = transitive_problems(registry())
-    assert set(problems) >= {"proposal", "vote", "decision", "fact", "presence", "capabilities", "observation",
-                             "validation", "episode", "trace", "rejected"}
+    assert set(problems) >= {
+        "proposal",
+        "vote",
+        "decision",
+        "fact",
+        "presence",
+        "capabilities",
+        "observation",
+        "validation",
+        "episode",
+        "trace",
+        "rejected",
+    }
     assert problems == {family: [] for family in problems}
     assert len(registry().versions("presence")) == 2  # an evolution is really checked
 
@@ -72,5 +83,6 @@ def test_payload_must_match_type() -> None:
 
 def test_fingerprint_is_little_endian_crc64() -> None:
     sv = make_version("x", 1, {"type": "record", "name": "X", "fields": []})
-    assert sv.fingerprint == bytes.fromhex(fastavro.schema.fingerprint('{"name":"X","type":"record","fields":[]}',
-                                                                        "CRC-64-AVRO"))
+    assert sv.fingerprint == bytes.fromhex(
+        fastavro.schema.fingerprint('{"name":"X","type":"record","fields":[]}', "CRC-64-AVRO")
+    )

@@ -52,8 +52,9 @@ def test_each_bad_input_has_its_own_reason_code() -> None:
         "UNKNOWN_KEY": lambda: pipe_env(d, good.model_copy(update={"key_id": "hmac:op9"})),
         "SELF_LOOP": lambda: pipe_env(d, good.model_copy(update={"claw_id": "hivemem-gate"})),
         "CLAW_SUSPENDED": lambda: pipe_env(d, offline_client(claw_id="claw-bad").build("episode", episode())),
-        "GOVERNANCE_DISABLED": lambda: pipe_env(d, offline_client("globex").build(
-            "vote", {"proposalId": "p1", "vote": "YES"})),
+        "GOVERNANCE_DISABLED": lambda: pipe_env(
+            d, offline_client("globex").build("vote", {"proposalId": "p1", "vote": "YES"})
+        ),
         "KEY_MISMATCH": lambda: pipe_env(d, c.build("episode", episode()), key=b"acme/elsewhere"),
     }
     for expected, run in cases.items():
