@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import httpx
+from confluent_kafka import Producer
 from rich.console import Console
 from rich.table import Table
 
@@ -24,11 +25,12 @@ CAPABILITIES = {
 }
 
 
-def claw_client(settings: Settings, tenant: str, claw_id: str) -> ClawClient:
+def claw_client(settings: Settings, tenant: str, claw_id: str, producer: Producer | None = None) -> ClawClient:
+    """A claw signing with its deployment key (derived from the tenant's first operator secret)."""
     policy = settings.load_config().tenants[tenant]
     secret_id, secret = next(iter(policy.operator_secrets.items()))
     return ClawClient(settings.require_kafka(), tenant, claw_id, derive_deployment_key(secret, tenant, claw_id),
-                      HMAC_PREFIX + secret_id, topics=settings.topics)  # fmt: skip
+                      HMAC_PREFIX + secret_id, topics=settings.topics, producer=producer)  # fmt: skip
 
 
 def run_demo(settings: Settings, api_url: str, console: Console | None = None) -> bool:

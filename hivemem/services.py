@@ -1,4 +1,5 @@
-"""Long-running services, each its own process: ``python -m hivemem.services gate|projectors|api``.
+"""Long-running services, each its own process:
+``python -m hivemem.services gate|governance|projectors|api``.
 
 They read ``HIVEMEM_KAFKA_BOOTSTRAP`` and ``HIVEMEM_DATABASE_URL``; ``hivemem up`` sets both.
 """
@@ -21,8 +22,13 @@ from projections.projector import Projector, Watermarks, stored_offsets
 from projections.read_models import Projection
 from projections.read_models.audit import AuditProjection
 from projections.read_models.claws import ClawsProjection
+from projections.read_models.governance import GovernanceProjection
 
-PROJECTIONS: dict[str, Projection] = {"claws": ClawsProjection(), "audit": AuditProjection()}
+PROJECTIONS: dict[str, Projection] = {
+    "claws": ClawsProjection(),
+    "audit": AuditProjection(),
+    "governance": GovernanceProjection(),
+}
 
 
 def run_gate(settings: Settings) -> None:
@@ -36,10 +42,24 @@ def run_gate(settings: Settings) -> None:
     faust.Worker(app, loglevel="WARNING", quiet=True).execute_from_commandline()
 
 
-def run_projectors(settings: Settings, only: list[str] | None = None) -> None:
+def _stop_on_signals() -> threading.Event:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    return stop
+
+
+def run_governance(settings: Settings) -> None:
+    from processors.governance_app import GovernanceProcessor
+
+    config = settings.load_config()
+    proc = GovernanceProcessor(settings.voting(), settings.require_kafka(), settings.require_database(),
+                               settings.topics, config.system_signer())  # fmt: skip
+    proc.run(_stop_on_signals())
+
+
+def run_projectors(settings: Settings, only: list[str] | None = None) -> None:
+    stop = _stop_on_signals()
     threads = []
     for name, projection in PROJECTIONS.items():
         if only and name not in only:
@@ -85,6 +105,7 @@ def run_api(settings: Settings) -> None:
         projection_lag=lambda: projection_lag(settings, watermarks),
         watermarks=watermarks,
         projection_topics={n: p.topics(settings.topics) for n, p in PROJECTIONS.items()},
+        presence_window_ms=int(settings.presence_window_s * 1000),
     )
     uvicorn.run(create_app(deps), host=settings.api_host, port=settings.api_port, log_level="warning")
 
@@ -96,12 +117,14 @@ def main(argv: list[str]) -> None:
     if which == "gate":
         sys.argv = [sys.argv[0], "worker"]  # faust's Worker reads its own command line
         run_gate(settings)
+    elif which == "governance":
+        run_governance(settings)
     elif which == "projectors":
         run_projectors(settings, argv[1:] or None)
     elif which == "api":
         run_api(settings)
     else:
-        raise SystemExit("usage: python -m hivemem.services gate|projectors [NAME...]|api")
+        raise SystemExit("usage: python -m hivemem.services gate|governance|projectors [NAME...]|api")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,16 @@
 Environment: ``HIVEMEM_HOME`` (default ``./.hivemem``), ``HIVEMEM_KAFKA_BOOTSTRAP`` (unset: the
 local broker), ``HIVEMEM_DATABASE_URL`` (unset: the embedded Postgres), ``HIVEMEM_TOPIC_PREFIX``
 (default ``hivemem.``), ``HIVEMEM_API_PORT`` (default 8080), ``HIVEMEM_CONFIG`` (tenants file,
-default ``$HIVEMEM_HOME/tenants.toml``, created with fresh random secrets on first use).
+default ``$HIVEMEM_HOME/tenants.toml``, created with fresh random secrets on first use),
+``HIVEMEM_PRESENCE_WINDOW_S`` (a claw is in the quorum basis while its last heartbeat is this
+recent; default 30), ``HIVEMEM_EXPIRY_GRACE_MS`` (how long past a deadline votes may still be
+read before the proposal expires; default 1000).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -19,6 +24,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from contracts.topics import TopicNames
 from governance.identity import TenantPolicy
+from governance.signing import HmacSigner
+from governance.voting import VotingConfig
 
 APP_ROLE = "hivemem_app"
 
@@ -28,6 +35,11 @@ class HiveConfig:
     tenants: dict[str, TenantPolicy]
     token_secret: bytes
     app_db_password: str
+
+    def system_signer(self) -> HmacSigner:
+        """The key HiveMem's processors sign their own envelopes (decisions, facts) with."""
+        key = hmac.new(self.token_secret, b"hivemem/system-signing/v1", hashlib.sha256).digest()
+        return HmacSigner("hmac:hivemem-system", key)
 
 
 @dataclass(frozen=True)
@@ -39,6 +51,8 @@ class Settings:
     api_host: str
     api_port: int
     config_path: Path
+    presence_window_s: float = 30.0
+    expiry_grace_ms: int = 1000
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -52,7 +66,12 @@ class Settings:
             api_host=os.environ.get("HIVEMEM_API_HOST", "127.0.0.1"),
             api_port=int(os.environ.get("HIVEMEM_API_PORT", "8080")),
             config_path=Path(os.environ.get("HIVEMEM_CONFIG", str(home / "tenants.toml"))),
+            presence_window_s=float(os.environ.get("HIVEMEM_PRESENCE_WINDOW_S", "30")),
+            expiry_grace_ms=int(os.environ.get("HIVEMEM_EXPIRY_GRACE_MS", "1000")),
         )
+
+    def voting(self) -> VotingConfig:
+        return VotingConfig(presence_window_ms=int(self.presence_window_s * 1000), expiry_grace_ms=self.expiry_grace_ms)
 
     @property
     def topics(self) -> TopicNames:
@@ -113,8 +132,11 @@ def parse_config(doc: dict[str, object]) -> HiveConfig:
     )
 
 
-def write_default_config(path: Path) -> None:
-    """Two demo tenants with random secrets; edit the file to add your own."""
+DEFAULT_TENANTS = {"acme": True, "globex": True}  # tenant -> governance enabled
+
+
+def write_default_config(path: Path, tenants: dict[str, bool] | None = None) -> None:
+    """Demo tenants (acme, globex) with random secrets; edit the file to add your own."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
         "# HiveMem tenants and API secrets (generated on first start; keep it private).",
@@ -123,10 +145,10 @@ def write_default_config(path: Path) -> None:
         f'app_db_password = "{secrets.token_hex(16)}"',
         "",
     ]
-    for tenant in ("acme", "globex"):
+    for tenant, governance in (tenants or DEFAULT_TENANTS).items():
         lines += [
             f"[tenants.{tenant}]",
-            "governance = true",
+            f"governance = {'true' if governance else 'false'}",
             "suspended_claws = []",
             f"[tenants.{tenant}.operator_secrets]",
             f'op1 = "{secrets.token_hex(32)}"',

@@ -18,7 +18,7 @@ from hivemem.kafka_topics import ensure_topics
 from hivemem.settings import Settings
 from projections.migrations import migrate
 
-SERVICES = {"gate": ["gate"], "projectors": ["projectors"], "api": ["api"]}
+SERVICES = {"gate": ["gate"], "governance": ["governance"], "projectors": ["projectors"], "api": ["api"]}
 
 
 class ServiceProcess:
@@ -88,7 +88,8 @@ class Stack:
         env.update(HIVEMEM_HOME=str(s.home), HIVEMEM_KAFKA_BOOTSTRAP=s.require_kafka(),
                    HIVEMEM_DATABASE_URL=s.require_database(), HIVEMEM_TOPIC_PREFIX=s.topic_prefix,
                    HIVEMEM_API_HOST=s.api_host, HIVEMEM_API_PORT=str(s.api_port),
-                   HIVEMEM_CONFIG=str(s.config_path))  # fmt: skip
+                   HIVEMEM_CONFIG=str(s.config_path), HIVEMEM_PRESENCE_WINDOW_S=str(s.presence_window_s),
+                   HIVEMEM_EXPIRY_GRACE_MS=str(s.expiry_grace_ms))  # fmt: skip
         return env
 
     def start_services(self, names: list[str] | None = None, api_port: int | None = None) -> None:

@@ -23,6 +23,7 @@ from contracts.topics import TopicNames
 from governance.identity import TenantPolicy
 from projections.auth import AuthError, Principal, verify_token
 from projections.gateway import EnvelopeIn, GatewayError, Publisher, build_envelope
+from projections.governance_api import add_governance_routes
 from projections.queries import (
     AuditEntry,
     ClawView,
@@ -46,6 +47,7 @@ class ApiDeps:
     projection_lag: Callable[[], dict[str, int]]
     watermarks: Callable[[list[str]], dict[tuple[str, int], int]]
     projection_topics: Mapping[str, list[str]]  # read model -> topics it folds
+    presence_window_ms: int = 30_000  # for the live tally of open proposals
 
 
 class ApiError(Exception):
@@ -207,4 +209,5 @@ def create_app(deps: ApiDeps) -> FastAPI:
         await consistent(who, consistency, wait_ms, "audit")
         return await audit_by_trace(pool, who.tenant, trace_id)
 
+    add_governance_routes(app, pool, principal, consistent, ApiError, deps.presence_window_ms)
     return app

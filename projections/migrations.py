@@ -14,6 +14,7 @@ from psycopg import sql
 from projections.read_models import APP_ROLE
 from projections.read_models.audit import AuditProjection
 from projections.read_models.claws import ClawsProjection
+from projections.read_models.governance import GovernanceProjection
 
 _LOCK_ID = 0x48495645  # "HIVE"
 
@@ -39,6 +40,28 @@ _BASE = [
         PRIMARY KEY (consumer, topic, partition, "offset"))""",
 ]
 
+# The governance processor's own state (processors/governance_store.py); not for the app role.
+_GOVERNANCE_STATE = [
+    "CREATE SCHEMA govproc",
+    """CREATE TABLE govproc.proposals (
+        tenant text NOT NULL, proposal_id text NOT NULL, state jsonb NOT NULL,
+        PRIMARY KEY (tenant, proposal_id))""",
+    """CREATE TABLE govproc.presence (
+        tenant text NOT NULL, claw_id text NOT NULL, last_seen bigint NOT NULL, ok boolean NOT NULL,
+        PRIMARY KEY (tenant, claw_id))""",
+    """CREATE TABLE govproc.facts (
+        tenant text NOT NULL, fact_key text NOT NULL, version int NOT NULL, PRIMARY KEY (tenant, fact_key))""",
+    """CREATE TABLE govproc.outbox (
+        seq bigserial PRIMARY KEY, event_id text NOT NULL, topic text NOT NULL, partition int NOT NULL,
+        key bytea, value bytea NOT NULL, sent boolean NOT NULL DEFAULT false)""",
+    "CREATE INDEX outbox_unsent ON govproc.outbox (seq) WHERE NOT sent",
+    # Where each output partition ended before the latest publish round began: after a crash
+    # the processor reads from here to learn which outbox rows did reach Kafka.
+    """CREATE TABLE govproc.publish_marks (
+        topic text NOT NULL, partition int NOT NULL, from_offset bigint NOT NULL, PRIMARY KEY (topic, partition))""",
+]
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (1, "base", lambda: _BASE),
     (2, "claws read model", lambda: ClawsProjection().ddl("claws")),
@@ -49,6 +72,10 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
            $$ SELECT outcome, coalesce(reason_code, ''), count(*) FROM audit.events GROUP BY 1, 2 $$""",
         f"GRANT EXECUTE ON FUNCTION hivemem.audit_counts() TO {APP_ROLE}",
     ]),
+    (5, "claw keys", lambda: ClawsProjection.keys_ddl("claws")),
+    (6, "audit stage", lambda: ["ALTER TABLE audit.events ADD COLUMN IF NOT EXISTS stage text"]),
+    (7, "governance processor state", lambda: _GOVERNANCE_STATE),
+    (8, "governance read model", lambda: GovernanceProjection().ddl("governance")),
 ]  # fmt: skip
 
 

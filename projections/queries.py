@@ -40,6 +40,7 @@ class AuditEntry(BaseModel):
     envelope_ts: int | None
     log_time: int
     output: str
+    stage: str | None  # gate | governance: which processor accepted or refused it
 
 
 class ConsistencyTimeout(Exception):
@@ -86,7 +87,7 @@ async def audit_by_trace(pool: AsyncConnectionPool, tenant: str, trace_id: str) 
         cur = await conn.execute(
             "SELECT source_topic || '/' || source_partition || '/' || source_offset, outcome, reason_code, "
             "detail, type, trace_id, claw_id, instance_id, idempotency_key, event_id, envelope_ts, log_time, "
-            "output_topic || '/' || output_partition || '/' || output_offset "
+            "output_topic || '/' || output_partition || '/' || output_offset, stage "
             "FROM audit.events WHERE trace_id = %s ORDER BY log_time, source_topic, source_offset",
             (trace_id,),
         )

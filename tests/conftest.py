@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 
 from deploy.kafka_local import free_port
-from hivemem.settings import Settings
+from hivemem.settings import DEFAULT_TENANTS, Settings, write_default_config
 from hivemem.stack import Stack
+
+PRESENCE_WINDOW_S = 6.0
+POOL_TENANTS = ("pool-seed", "pool-stuff", "pool-basis", "pool-fifty", "pool-kill", "pool-bench")
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +25,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     settings = dataclasses.replace(
         Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
         config_path=home / "tenants.toml", api_port=free_port(),
+        presence_window_s=PRESENCE_WINDOW_S, expiry_grace_ms=500,
     )  # fmt: skip
+    # Governance tests each get a tenant of their own: the quorum basis is per tenant.
+    write_default_config(settings.config_path, {**DEFAULT_TENANTS, **dict.fromkeys(POOL_TENANTS, True),
+                                                "nogov": False})  # fmt: skip
     st = Stack(settings)
     try:
         st.start_backends(say=lambda *_: None)

@@ -16,7 +16,7 @@ from projections.read_models import DigestTable, schema_ddl, tenant_table
 SYSTEM_TENANT = "_system"  # rows whose tenant could not be read (garbage bytes)
 _COLUMNS = ("tenant, source_topic, source_partition, source_offset, outcome, reason_code, detail, "
             "type, trace_id, claw_id, instance_id, idempotency_key, event_id, envelope_ts, log_time, "
-            "output_topic, output_partition, output_offset")  # fmt: skip
+            "output_topic, output_partition, output_offset, stage")  # fmt: skip
 
 
 class AuditProjection:
@@ -30,7 +30,8 @@ class AuditProjection:
 
     def topics(self, names: TopicNames) -> list[str]:
         claw_types = [names.type_of(t) for t in names.gate_inputs()]
-        return [names.accepted(t) for t in claw_types if t] + [names.rejected, *self._extra]
+        governed = [names.inbound("decision"), names.inbound("fact")]  # written by the governance processor
+        return [names.accepted(t) for t in claw_types if t] + [names.rejected, *governed, *self._extra]
 
     def ddl(self, schema: str) -> list[str]:
         return [
@@ -54,6 +55,7 @@ class AuditProjection:
                 output_topic text NOT NULL,
                 output_partition int NOT NULL,
                 output_offset bigint NOT NULL,
+                stage text,
                 projected_at timestamptz NOT NULL DEFAULT clock_timestamp(),
                 PRIMARY KEY (source_topic, source_partition, source_offset))""",
             f"CREATE INDEX events_trace ON {schema}.events (tenant, trace_id)",
@@ -64,7 +66,7 @@ class AuditProjection:
     def fold(self, cur: psycopg.Cursor[tuple[object, ...]], schema: str, records: list[LogRecord]) -> None:
         rows = [self._row(rec) for rec in records]
         cur.executemany(
-            f"INSERT INTO {schema}.events ({_COLUMNS}) VALUES ({', '.join(['%s'] * 18)}) ON CONFLICT DO NOTHING",
+            f"INSERT INTO {schema}.events ({_COLUMNS}) VALUES ({', '.join(['%s'] * 19)}) ON CONFLICT DO NOTHING",
             rows,
         )
 
@@ -76,13 +78,14 @@ class AuditProjection:
             r = decode_rejection(rec.value)
             return (r.tenant or SYSTEM_TENANT, r.source_topic, r.source_partition, r.source_offset,
                     "REJECTED", r.reason_code, r.detail, r.type, r.trace_id, r.claw_id, r.instance_id,
-                    r.idempotency_key, r.envelope_event_id, None, r.log_time, *out)  # fmt: skip
+                    r.idempotency_key, r.envelope_event_id, None, r.log_time, *out, r.processor)  # fmt: skip
         src_topic, src_partition, src_offset = rec.source()
         try:
             env = decode_envelope(rec.value)
         except ContractError as exc:  # cannot happen behind the gate; recorded, not fatal
             return (SYSTEM_TENANT, src_topic, src_partition, src_offset, "REJECTED", exc.code,
-                    exc.detail, None, None, None, None, None, None, None, rec.log_time(), *out)  # fmt: skip
+                    exc.detail, None, None, None, None, None, None, None, rec.log_time(), *out, "gate")  # fmt: skip
+        stage = "governance" if env.type in ("decision", "fact") else "gate"
         return (env.tenant, src_topic, src_partition, src_offset, "ACCEPTED", None, None, env.type,
                 env.trace_id, env.claw_id, env.instance_id, env.idempotency_key, env.event_id,
-                env.timestamp, rec.log_time(), *out)  # fmt: skip
+                env.timestamp, rec.log_time(), *out, stage)  # fmt: skip

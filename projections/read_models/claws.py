@@ -1,11 +1,12 @@
-"""Claws read model: registry (first/last seen), presence and announced capabilities."""
+"""Claws read model: registry (first/last seen), presence, announced capabilities, and the
+Ed25519 keys each claw registered (with rotation and revocation times, never deleted)."""
 
 from __future__ import annotations
 
 import psycopg
 
 from contracts.avro import decode_envelope
-from contracts.models import CapabilitiesPayload, PresencePayload
+from contracts.models import CapabilitiesPayload, IdentityPayload, PresencePayload
 from contracts.topics import TopicNames
 from projections.log_records import LogRecord
 from projections.read_models import DigestTable, schema_ddl, tenant_table
@@ -20,10 +21,12 @@ class ClawsProjection:
             "first_seen, last_seen, capabilities_at",
             "tenant, claw_id",
         ),
-    )
+        DigestTable("keys", "tenant, claw_id, key_id, public_key, replaces, registered_at, revoked_at",
+                    "tenant, claw_id, key_id"),
+    )  # fmt: skip
 
     def topics(self, names: TopicNames) -> list[str]:
-        return [names.accepted("presence"), names.accepted("capabilities")]
+        return [names.accepted("presence"), names.accepted("capabilities"), names.accepted("identity")]
 
     def ddl(self, schema: str) -> list[str]:
         return [
@@ -43,11 +46,30 @@ class ClawsProjection:
                 PRIMARY KEY (tenant, claw_id))""",
             f"CREATE INDEX claws_capabilities ON {schema}.claws USING gin (capabilities)",
             *tenant_table(schema, "claws"),
+            *self.keys_ddl(schema),
+        ]
+
+    @staticmethod
+    def keys_ddl(schema: str) -> list[str]:
+        # Idempotent: migration 5 adds it to databases made before keys existed.
+        return [
+            f"""CREATE TABLE IF NOT EXISTS {schema}.keys (
+                tenant text NOT NULL,
+                claw_id text NOT NULL,
+                key_id text NOT NULL,
+                public_key bytea,
+                replaces text,
+                registered_at bigint,
+                revoked_at bigint,
+                PRIMARY KEY (tenant, claw_id, key_id))""",
+            f"DROP POLICY IF EXISTS tenant_isolation ON {schema}.keys",
+            *tenant_table(schema, "keys"),
         ]
 
     def fold(self, cur: psycopg.Cursor[tuple[object, ...]], schema: str, records: list[LogRecord]) -> None:
         presence: list[tuple[object, ...]] = []
         capabilities: list[tuple[object, ...]] = []
+        keys: list[tuple[object, ...]] = []
         for rec in records:
             assert rec.value is not None
             env = decode_envelope(rec.value)
@@ -59,6 +81,23 @@ class ClawsProjection:
             elif isinstance(env.payload, CapabilitiesPayload):
                 caps = sorted(set(env.payload.capabilities))
                 capabilities.append((env.tenant, env.claw_id, env.instance_id, caps, t))
+            elif isinstance(env.payload, IdentityPayload):
+                k = env.payload
+                registered = t if k.action == "REGISTER" else None
+                revoked = t if k.action == "REVOKE" else None
+                keys.append((env.tenant, env.claw_id, k.key_id, k.public_key or None, k.replaces, registered, revoked))
+        if keys:
+            # The gate has already refused conflicting registrations; the first time wins.
+            cur.executemany(
+                f"""INSERT INTO {schema}.keys AS k (tenant, claw_id, key_id, public_key, replaces, registered_at,
+                        revoked_at) VALUES (%s, %s, %s, %s, %s, %s, %s)
+                    ON CONFLICT (tenant, claw_id, key_id) DO UPDATE SET
+                        public_key = coalesce(k.public_key, excluded.public_key),
+                        replaces = coalesce(k.replaces, excluded.replaces),
+                        registered_at = coalesce(k.registered_at, excluded.registered_at),
+                        revoked_at = coalesce(k.revoked_at, excluded.revoked_at)""",
+                keys,
+            )
         if presence:
             cur.executemany(
                 f"""INSERT INTO {schema}.claws AS c (tenant, claw_id, instance_id, status, healthy,

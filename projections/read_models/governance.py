@@ -1,0 +1,148 @@
+"""Governance read model: proposals, votes (with refusals), decisions, versioned facts.
+
+Facts are never updated in place except for closing a version's validity window when its
+successor arrives (``valid_to``): the SUPERSEDES chain stays readable. Every folded fact
+passes ``governance.fact_versions.check_version`` again; one that would duplicate, regress
+or skip a version is not applied (it lands in ``hivemem.projection_failures``), while a
+re-delivered copy of a stored version (same eventId) is ignored.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from contracts.avro import ContractError, decode_envelope, decode_rejection
+from contracts.models import DecisionPayload, FactPayload, ProposalPayload, VotePayload
+from contracts.topics import TopicNames
+from governance.fact_versions import check_version
+from projections.log_records import LogRecord
+from projections.read_models import DigestTable, schema_ddl, tenant_table
+
+Cur = psycopg.Cursor[tuple[object, ...]]
+
+
+class FactIntegrityError(ValueError):
+    pass
+
+
+class GovernanceProjection:
+    name: str = "governance"
+    tables: tuple[DigestTable, ...] = (
+        DigestTable("proposals", "tenant, proposal_id, fact_key, statement, tags, proposer, claw_id, deadline, "
+                    "base_version, trace_id, event_id, log_time", "tenant, proposal_id"),
+        DigestTable("votes", "tenant, proposal_id, claw_id, instance_id, vote, reason, event_id, log_time, "
+                    "source", "source"),
+        DigestTable("refusals", "tenant, source, envelope_event_id, stage, type, claw_id, proposal_id, reason_code, "
+                    "detail, log_time",
+                    "source, stage"),
+        DigestTable("decisions", "tenant, proposal_id, event_id, outcome, yes_votes, no_votes, quorum_basis, "
+                    "threshold, voters, decided_at, trace_id", "tenant, proposal_id"),
+        DigestTable("facts", "tenant, fact_key, version, statement, tags, proposal_id, supersedes_version, "
+                    "valid_from, valid_to, event_id, trace_id", "tenant, fact_key, version"),
+    )  # fmt: skip
+
+    def topics(self, names: TopicNames) -> list[str]:
+        return [names.accepted("proposal"), names.accepted("vote"), names.inbound("decision"),
+                names.inbound("fact"), names.rejected]  # fmt: skip
+
+    def ddl(self, schema: str) -> list[str]:
+        return [
+            *schema_ddl(schema),
+            f"""CREATE TABLE {schema}.proposals (
+                tenant text NOT NULL, proposal_id text NOT NULL, fact_key text NOT NULL, statement text NOT NULL,
+                tags text[] NOT NULL, proposer text NOT NULL, claw_id text NOT NULL, deadline bigint NOT NULL,
+                base_version int NOT NULL, trace_id text NOT NULL, event_id text NOT NULL, log_time bigint NOT NULL,
+                PRIMARY KEY (tenant, proposal_id))""",
+            f"""CREATE TABLE {schema}.votes (
+                tenant text NOT NULL, proposal_id text NOT NULL, claw_id text NOT NULL, instance_id text NOT NULL,
+                vote text NOT NULL, reason text, event_id text NOT NULL, log_time bigint NOT NULL,
+                source text PRIMARY KEY)""",
+            f"CREATE INDEX votes_proposal ON {schema}.votes (tenant, proposal_id)",
+            # Refusals of proposals and votes, by the gate or by governance; `source` is the
+            # refused record's position (inbound for the gate, accepted.* for governance).
+            f"""CREATE TABLE {schema}.refusals (
+                tenant text NOT NULL, source text NOT NULL, envelope_event_id text, stage text NOT NULL,
+                type text NOT NULL, claw_id text, proposal_id text, reason_code text NOT NULL, detail text NOT NULL,
+                log_time bigint NOT NULL, PRIMARY KEY (source, stage))""",
+            f"CREATE INDEX refusals_event ON {schema}.refusals (tenant, envelope_event_id)",
+            f"CREATE INDEX refusals_proposal ON {schema}.refusals (tenant, proposal_id)",
+            f"""CREATE TABLE {schema}.decisions (
+                tenant text NOT NULL, proposal_id text NOT NULL, event_id text NOT NULL, outcome text NOT NULL,
+                yes_votes int NOT NULL, no_votes int NOT NULL, quorum_basis int NOT NULL, threshold int NOT NULL,
+                voters text[] NOT NULL, decided_at bigint NOT NULL, trace_id text NOT NULL,
+                PRIMARY KEY (tenant, proposal_id))""",
+            f"""CREATE TABLE {schema}.facts (
+                tenant text NOT NULL, fact_key text NOT NULL, version int NOT NULL, statement text NOT NULL,
+                tags text[] NOT NULL, proposal_id text, supersedes_version int, valid_from bigint NOT NULL,
+                valid_to bigint, event_id text NOT NULL, trace_id text NOT NULL,
+                PRIMARY KEY (tenant, fact_key, version))""",
+            *[s for t in ("proposals", "votes", "refusals", "decisions", "facts") for s in tenant_table(schema, t)],
+        ]
+
+    def fold(self, cur: Cur, schema: str, records: list[LogRecord]) -> None:
+        for rec in records:
+            if rec.topic.endswith("rejected"):
+                self._refusal(cur, schema, rec)
+                continue
+            env = decode_envelope(rec.value or b"")
+            p = env.payload
+            if isinstance(p, ProposalPayload):
+                cur.execute(
+                    f"INSERT INTO {schema}.proposals VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    (env.tenant, p.proposal_id, p.fact_key, p.statement, p.tags, p.proposer, env.claw_id,
+                     p.deadline, p.base_version, env.trace_id, env.event_id, rec.log_time()),
+                )  # fmt: skip
+            elif isinstance(p, VotePayload):
+                src = "/".join(map(str, rec.source()))
+                cur.execute(
+                    f"INSERT INTO {schema}.votes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    (env.tenant, p.proposal_id, env.claw_id, env.instance_id, p.vote, p.reason, env.event_id,
+                     rec.log_time(), src),
+                )  # fmt: skip
+            elif isinstance(p, DecisionPayload):
+                cur.execute(
+                    f"INSERT INTO {schema}.decisions VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    (env.tenant, p.proposal_id, env.event_id, p.outcome, p.yes_votes, p.no_votes, p.quorum_basis,
+                     p.threshold, p.voters, p.decided_at, env.trace_id),
+                )  # fmt: skip
+            elif isinstance(p, FactPayload):
+                self._fact(cur, schema, env.tenant, env.event_id, env.trace_id, p)
+
+    @staticmethod
+    def _fact(cur: Cur, schema: str, tenant: str, event_id: str, trace_id: str, p: FactPayload) -> None:
+        row = cur.execute(f"SELECT event_id FROM {schema}.facts WHERE tenant = %s AND fact_key = %s AND version = %s",
+                          (tenant, p.fact_key, p.version)).fetchone()  # fmt: skip
+        if row is not None and row[0] == event_id:
+            return  # a copy of a version already stored
+        top = cur.execute(f"SELECT coalesce(max(version), 0) FROM {schema}.facts WHERE tenant = %s AND fact_key = %s",
+                          (tenant, p.fact_key)).fetchone()  # fmt: skip
+        bad = check_version(int(str(top[0])) if top else 0, p.version)
+        if bad is not None:
+            raise FactIntegrityError(f"{bad.code}: fact {p.fact_key} {bad.detail}")
+        cur.execute(f"UPDATE {schema}.facts SET valid_to = %s WHERE tenant = %s AND fact_key = %s AND version = %s",
+                    (p.valid_from, tenant, p.fact_key, p.version - 1))  # fmt: skip
+        cur.execute(
+            f"INSERT INTO {schema}.facts VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NULL, %s, %s)",
+            (tenant, p.fact_key, p.version, p.statement, p.tags, p.proposal_id, p.supersedes_version, p.valid_from,
+             event_id, trace_id),
+        )  # fmt: skip
+
+    @staticmethod
+    def _refusal(cur: Cur, schema: str, rec: LogRecord) -> None:
+        r = decode_rejection(rec.value or b"")
+        if r.type not in ("proposal", "vote") or r.tenant is None:
+            return
+        proposal_id = None
+        if r.original:  # a gate refusal carries the refused bytes; a governance one names the source
+            try:
+                payload = decode_envelope(r.original).payload
+                proposal_id = getattr(payload, "proposal_id", None)
+            except ContractError:
+                pass
+        cur.execute(
+            f"INSERT INTO {schema}.refusals VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            (r.tenant, f"{r.source_topic}/{r.source_partition}/{r.source_offset}", r.envelope_event_id, r.processor,
+             r.type, r.claw_id, proposal_id, r.reason_code, r.detail, r.log_time),
+        )  # fmt: skip

@@ -1,0 +1,251 @@
+"""The knowledge pool end to end: claws -> Kafka -> gate -> governance -> Postgres -> HTTP."""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+import time
+
+import pytest
+
+from governance.signing import Ed25519Signer
+from hivemem.demo import CAPABILITIES, claw_client
+from hivemem.stack import Stack
+from tests.conftest import PRESENCE_WINDOW_S, wait_until
+from tests.integration.governance_support import (
+    beat_all,
+    decided,
+    decisions_in_log,
+    fleet,
+    proposal,
+    propose,
+    unique,
+    vote,
+)
+from tests.integration.support import http, owner_db
+
+pytestmark = pytest.mark.integration
+STATEMENT = "Error E142 with DB timeout pattern maps to mitigation M7"
+
+
+def test_seed_incident_scenario(stack: Stack) -> None:
+    tenant, trace = "pool-seed", unique("incident")
+    claws = fleet(stack, tenant, list(CAPABILITIES))
+    for name, c in claws.items():
+        c.publish("capabilities", {"capabilities": CAPABILITIES[name]}, trace_id=trace)
+    beat_all(claws)
+    with http(stack, tenant) as h:
+        # claw-2 moves to an Ed25519 key; its vote below is signed with it.
+        key = Ed25519Signer.generate("claw-2-a")
+        tok = claws["claw-2"].register_key(key)
+        keys = h.get("/api/v1/claws/claw-2/keys", params={"consistency": str(tok)}).json()
+        assert [(k["key_id"], k["public_key_hex"]) for k in keys] == [(key.key_id, key.public_key.hex())]
+        claws["claw-2"].use_key(key)
+        # The coordinator routes sub-tasks by announced capability.
+        route = {cap: wait_until(lambda cap=cap: [c["claw_id"] for c in h.get("/api/v1/claws",  # type: ignore[misc]
+                                 params={"capability": cap}).json()], what=cap)
+                 for cap in ("logs.read", "db.read", "incident.runbook")}  # fmt: skip
+        assert route == {"logs.read": ["claw-1"], "db.read": ["claw-2"], "incident.runbook": ["claw-3"]}
+
+        fact_key, p1 = "incident/E142", unique("p1")
+        propose(claws["claw-4"], p1, fact_key, STATEMENT, trace=trace)
+        for name in ("claw-1", "claw-2", "claw-3"):
+            vote(claws[name], p1, trace=trace)
+        view = decided(h, p1)
+        assert view["status"] == "APPROVED"
+        d = view["decision"]
+        assert (d["quorumBasis"], d["threshold"], d["yesVotes"], d["noVotes"]) == (4, 3, 3, 0)
+        assert sorted(d["voters"]) == ["claw-1", "claw-2", "claw-3"]
+        assert [v["status"] for v in view["votes"]] == ["COUNTED"] * 3
+        assert (view["fact"]["version"], view["fact"]["statement"]) == (1, STATEMENT)
+        late = vote(claws["claw-4"], p1, trace=trace)
+
+        p2 = unique("p2")
+        propose(claws["claw-3"], p2, fact_key, STATEMENT + "; if M7 fails, M8", base=1, trace=trace)
+        for name in ("claw-1", "claw-2", "claw-4"):
+            vote(claws[name], p2, trace=trace)
+        assert decided(h, p2)["fact"]["version"] == 2
+
+        stale, gap = unique("stale"), unique("gap")
+        propose(claws["claw-1"], stale, fact_key, "another v2", base=1, trace=trace)
+        propose(claws["claw-1"], gap, fact_key, "a v4", base=3, trace=trace)
+        for pid, code in ((stale, "FACT_STALE"), (gap, "FACT_CONFLICT")):
+            v = wait_until(lambda pid=pid: (r := h.get(f"/api/v1/proposals/{pid}")).status_code == 200  # type: ignore[misc]
+                           and r.json()["status"] == "REFUSED" and r.json(), what=pid)  # fmt: skip
+            assert (v["refusal"], v["decision"], v["fact"]) == (code, None, None)
+
+        fact = h.get(f"/api/v1/facts/{fact_key}").json()
+        v2, v1 = fact["history"]
+        assert fact["current"] == v2 and (v2["version"], v1["version"]) == (2, 1)
+        assert (v2["supersedesVersion"], v1["validTo"], v2["validTo"]) == (1, v2["validFrom"], None)
+        as_of = {t: h.get(f"/api/v1/facts/{fact_key}", params={"as_of": t}) for t in
+                 (v1["validFrom"], v2["validFrom"] - 1, v2["validFrom"], v1["validFrom"] - 1)}  # fmt: skip
+        assert [r.json().get("version") for r in as_of.values()] == [1, 1, 2, None]
+        assert as_of[v1["validFrom"] - 1].json()["code"] == "FACT_NOT_VALID_AT"
+        assert h.get(f"/api/v1/facts/{fact_key}", params={"as_of": "yesterday"}).json()["code"] == "INVALID_AS_OF"
+        assert h.get("/api/v1/facts/no-such-fact").status_code == 404
+
+        # The audit trail of the trace: proposal, every vote with its verdict, decisions, facts.
+        trail = wait_until(lambda: (rows := h.get("/api/v1/audit", params={"traceId": trace}).json())
+                           and sum(r["type"] == "fact" for r in rows) == 2 and any(
+                               r["reason_code"] == "PROPOSAL_CLOSED" for r in rows) and rows, what="audit")  # fmt: skip
+        seen = {(r["type"], r["reason_code"] or r["outcome"], r["stage"]) for r in trail}
+        assert {("proposal", "ACCEPTED", "gate"), ("vote", "ACCEPTED", "gate"), ("decision", "ACCEPTED", "governance"),
+                ("fact", "ACCEPTED", "governance"), ("vote", "PROPOSAL_CLOSED", "governance"),
+                ("proposal", "FACT_STALE", "governance"), ("proposal", "FACT_CONFLICT", "governance"),
+                ("capabilities", "ACCEPTED", "gate")} <= seen  # fmt: skip
+        closed = [r for r in trail if r["reason_code"] == "PROPOSAL_CLOSED"]
+        assert [(r["claw_id"], r["source"].split("/")[0]) for r in closed] == [("claw-4", "hivemem.accepted.vote")]
+        gate_row = next(r for r in trail if r["source"] == f"{late.topic}/{late.partition}/{late.offset}")
+        assert (gate_row["outcome"], gate_row["event_id"]) == ("ACCEPTED", closed[0]["event_id"])
+
+
+def test_governance_disabled_tenant_refuses_governed_types(stack: Stack) -> None:
+    c = fleet(stack, "nogov", ["claw-x"])["claw-x"]
+    pid = unique("nogov")
+    tok = propose(c, pid, "k", STATEMENT)
+    with http(stack, "nogov") as h:
+        rows = h.get("/api/v1/audit", params={"traceId": pid, "consistency": str(tok)}).json()
+        assert [(r["type"], r["reason_code"]) for r in rows] == [("proposal", "GOVERNANCE_DISABLED")]
+        assert h.get(f"/api/v1/proposals/{pid}").json()["code"] == "PROPOSAL_NOT_FOUND"
+
+
+def test_vote_stuffing_counts_once(stack: Stack) -> None:
+    tenant, pid = "pool-stuff", unique("stuff")
+    claws = fleet(stack, tenant, ["a", "b", "c", "d", "e"])
+    beat_all(claws)
+    propose(claws["a"], pid, "stuffed", STATEMENT)
+    instances = [claws["b"], claw_client(stack.settings, tenant, "b"), claw_client(stack.settings, tenant, "b")]
+    assert len({i.instance_id for i in instances}) == 3  # one claw, three running instances
+    for _ in range(3):
+        vote(instances[0], pid, idempotency_key=f"{pid}-same")  # 1 counted, 2 refused by the gate
+    for i in range(7):
+        vote(instances[1 + i % 2], pid)  # new keys, other instances: refused by governance
+    with http(stack, tenant) as h:
+        view = wait_until(lambda: len((v := proposal(h, pid))["votes"]) == 10 and v, what="10 votes")
+        codes = sorted((v["status"], v["reasonCode"]) for v in view["votes"])
+        assert codes == [("RECEIVED", None)] + [("REFUSED", "DUPLICATE")] * 2 + [("REFUSED", "DUPLICATE_VOTE")] * 7
+        assert (view["tally"]["yes"], view["tally"]["quorumBasis"], view["decision"]) == (1, 5, None)
+        vote(claws["c"], pid)
+        vote(claws["d"], pid)
+        d = decided(h, pid)["decision"]
+        assert (d["yesVotes"], d["threshold"], sorted(d["voters"])) == (3, 3, ["b", "c", "d"])
+
+
+def test_quorum_basis_follows_active_claws(stack: Stack) -> None:
+    tenant = "pool-basis"
+    claws = fleet(stack, tenant, ["a", "b", "c"])
+    beat_all(claws)
+    slow, fast = unique("slow"), unique("fast")
+    propose(claws["a"], slow, "basis", STATEMENT, deadline_s=120)
+    with http(stack, tenant) as h:
+        assert wait_until(lambda: proposal(h, slow)["tally"]["quorumBasis"] == 3, what="basis 3")
+        # c falls silent: a and b keep beating past the presence window.
+        end = time.monotonic() + PRESENCE_WINDOW_S + 1.5
+        while time.monotonic() < end:
+            beat_all({k: claws[k] for k in ("a", "b")})
+            time.sleep(1.0)
+        propose(claws["a"], fast, "basis-fast", STATEMENT, deadline_s=3)
+        for pid in (slow, fast):
+            vote(claws["a"], pid)
+            vote(claws["b"], pid)
+        expired = decided(h, fast)  # two active claws: no decision by quorum, it expires
+        d = expired["decision"]
+        assert (expired["status"], d["quorumBasis"], d["yesVotes"], d["decidedAt"]) == (
+            "EXPIRED", 2, 2, expired["deadline"])  # fmt: skip
+        view = proposal(h, slow)
+        assert view["decision"] is None and view["tally"]["quorumBasis"] in (2, 3)
+        beat_all(claws)  # c is back
+        vote(claws["c"], slow)
+        d = decided(h, slow)["decision"]
+        assert (d["outcome"], d["quorumBasis"], d["yesVotes"]) == ("APPROVED", 3, 3)
+
+
+def _vote_storm(stack: Stack, tenant: str, n_claws: int, n_props: int, during: object = None) -> dict[str, int]:
+    """Every claw votes on every proposal, from 4 threads; returns votes sent per proposal."""
+    claws = fleet(stack, tenant, [f"claw-{i:02d}" for i in range(n_claws)], shared=True)
+    beat_all(claws)
+    pids = [unique(f"storm{i}") for i in range(n_props)]
+    first = next(iter(claws.values()))
+    for pid in pids:
+        propose(first, pid, pid, STATEMENT, deadline_s=180)
+    rng = random.Random(7)
+    plan = [(c, pid, rng.random() < (0.85 if i % 2 else 0.15)) for c in claws.values() for i, pid in enumerate(pids)]
+    rng.shuffle(plan)
+    for pid in pids:  # every proposal must reach a majority one way or the other
+        yes = sum(1 for _, p, y in plan if p == pid and y)
+        assert max(yes, n_claws - yes) >= n_claws // 2 + 1
+    sent = dict.fromkeys(pids, 0)
+    lock = threading.Lock()
+
+    def send(part: list[tuple[object, str, bool]]) -> None:
+        for j, (c, pid, yes) in enumerate(part):
+            env = c.build("vote", {"proposalId": pid, "vote": "YES" if yes else "NO"}, trace_id=pid)  # type: ignore[attr-defined]
+            c.publish_envelope_async(env, lambda t, e: None)  # type: ignore[attr-defined]
+            with lock:
+                sent[pid] += 1
+            if j % 50 == 0:
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=send, args=(plan[k::4],)) for k in range(4)]
+    for t in threads:
+        t.start()
+    if during is not None:
+        during()  # type: ignore[operator]
+    for t in threads:
+        t.join()
+    assert first.flush(60) == 0
+    return sent
+
+
+def _exactly_one_decision_each(stack: Stack, tenant: str, sent: dict[str, int], n_claws: int) -> None:
+    with http(stack, tenant) as h:
+        views = {pid: decided(h, pid, timeout=120) for pid in sent}
+    log = decisions_in_log(stack, tenant)
+    assert {pid: len(log.get(pid, [])) for pid in sent} == dict.fromkeys(sent, 1)  # one record each, no copies
+    majority = n_claws // 2 + 1
+    for pid, view in views.items():
+        d = view["decision"]
+        assert d["eventId"] == log[pid][0][0]
+        assert (d["quorumBasis"], d["threshold"]) == (n_claws, majority)
+        assert max(d["yesVotes"], d["noVotes"]) == majority  # the first majority decides
+        assert len(set(d["voters"])) == d["yesVotes"] + d["noVotes"]
+    # Nothing lost: every vote was either counted or refused as arriving after the decision.
+    with owner_db(stack) as conn:
+
+        def closed() -> dict[str, int] | None:
+            rows = conn.execute(
+                "SELECT v.proposal_id, count(*), count(r.reason_code) FILTER (WHERE r.reason_code = 'PROPOSAL_CLOSED') "
+                "FROM governance.votes v LEFT JOIN governance.refusals r ON r.envelope_event_id = v.event_id "
+                "AND r.stage = 'governance' WHERE v.tenant = %s GROUP BY 1", (tenant,)).fetchall()  # fmt: skip
+            got = {str(r[0]): (int(str(r[1])), int(str(r[2]))) for r in rows}
+            want = {pid: (n, n - len(views[pid]["decision"]["voters"])) for pid, n in sent.items()}
+            return want if got == want else None
+
+        wait_until(closed, 60, what="every vote counted or refused")
+
+
+def test_fifty_claws_vote_concurrently_on_twenty_proposals(stack: Stack) -> None:
+    sent = _vote_storm(stack, "pool-fifty", 50, 20)
+    assert sum(sent.values()) == 1000
+    _exactly_one_decision_each(stack, "pool-fifty", sent, 50)
+
+
+def test_governance_processor_sigkilled_mid_stream(stack: Stack) -> None:
+    from tests.integration.test_faults import _assert_equal_to_clean_replay
+
+    gov = stack.services["governance"]
+
+    def kill_and_restart() -> None:
+        time.sleep(0.4)
+        assert gov.proc is not None
+        gov.proc.send_signal(signal.SIGKILL)
+        gov.proc.wait()
+        time.sleep(0.5)
+        gov.start()
+
+    sent = _vote_storm(stack, "pool-kill", 30, 15, during=kill_and_restart)
+    assert gov.restarts == 0 and gov.alive()
+    _exactly_one_decision_each(stack, "pool-kill", sent, 30)
+    _assert_equal_to_clean_replay(stack)
