@@ -104,7 +104,6 @@ def pct(values: list[float], q: float) -> float:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="hivemem bench pipeline")
-    ap.add_argument("what", nargs="?", default="pipeline", choices=["pipeline"])
     ap.add_argument("--envelopes", type=int, default=20000)
     ap.add_argument("--rate", type=int, default=500)
     ap.add_argument("--seconds", type=float, default=20.0)

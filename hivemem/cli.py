@@ -76,9 +76,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from bench.pipeline import main as bench_main
+    rest = list(args.rest)
+    which = rest.pop(0) if rest and not rest[0].startswith("-") else "pipeline"
+    if which == "governance":
+        from bench.governance import main as governance_bench
 
-    return bench_main(args.rest)
+        return governance_bench(rest)
+    if which != "pipeline":
+        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline or governance")
+        return 2
+    from bench.pipeline import main as pipeline_bench
+
+    return pipeline_bench(rest)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     replay = sub.add_parser("replay", help="rebuild read models from the start of the log, compare digests")
     replay.add_argument("--projection", default=None, help="one read model (default: all)")
     replay.set_defaults(func=cmd_replay)
-    bench = sub.add_parser("bench", help="benchmarks: hivemem bench pipeline [--rate N ...]")
+    bench = sub.add_parser("bench", help="benchmarks: hivemem bench pipeline|governance [options]")
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)

@@ -6,6 +6,7 @@ import random
 import signal
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -123,7 +124,12 @@ def test_vote_stuffing_counts_once(stack: Stack) -> None:
     for i in range(7):
         vote(instances[1 + i % 2], pid)  # new keys, other instances: refused by governance
     with http(stack, tenant) as h:
-        view = wait_until(lambda: len((v := proposal(h, pid))["votes"]) == 10 and v, what="10 votes")
+
+        def judged() -> dict[str, Any] | None:
+            v = proposal(h, pid)
+            return v if sum(x["status"] == "REFUSED" for x in v["votes"]) == 9 else None
+
+        view = wait_until(judged, what="10 votes, 9 refused")
         codes = sorted((v["status"], v["reasonCode"]) for v in view["votes"])
         assert codes == [("RECEIVED", None)] + [("REFUSED", "DUPLICATE")] * 2 + [("REFUSED", "DUPLICATE_VOTE")] * 7
         assert (view["tally"]["yes"], view["tally"]["quorumBasis"], view["decision"]) == (1, 5, None)

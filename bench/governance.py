@@ -1,0 +1,146 @@
+"""``hivemem bench governance``: votes/s through gate and governance to decisions, and
+proposal->decision latency for a 5-claw vote, on the real parts.
+
+Starts its own Kafka + Postgres + services in a temporary HIVEMEM_HOME, then:
+1. throughput: 5 active claws, ``--proposals`` proposals published first; then every claw
+   votes on every proposal as fast as the producers go. Timed from the first vote to the
+   moment the governance processor has folded every vote and published every decision.
+   (The 3rd YES of 5 decides; the 4th and 5th are refused as PROPOSAL_CLOSED: verdicts too.)
+2. latency: ``--rounds`` times, one proposal and five votes; wall time from publishing the
+   proposal to the decision record arriving at a consumer of the decision topic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+from confluent_kafka import Consumer
+
+from bench.pipeline import pct
+from contracts.avro import decode_envelope
+from contracts.models import DecisionPayload
+from deploy.kafka_local import free_port
+from hivemem.demo import claw_client
+from hivemem.settings import Settings
+from hivemem.stack import Stack
+from producers.claw_client import ClawClient
+
+TENANT = "acme"
+CLAWS = [f"voter-{i}" for i in range(5)]
+
+
+def proposal_body(c: ClawClient, pid: str) -> dict[str, object]:
+    return {"proposalId": pid, "factKey": pid, "statement": "bench", "proposer": c.claw_id,
+            "deadline": int(time.time() * 1000) + 600_000}  # fmt: skip
+
+
+def heartbeat(claws: list[ClawClient]) -> None:
+    for c in claws:
+        c.heartbeat()
+
+
+def progress(db: str) -> tuple[int, int]:
+    """(accepted votes the governance processor has folded, decisions it has published)."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        folded = conn.execute(
+            "SELECT coalesce(sum(next_offset), 0) FROM hivemem.projection_offsets "
+            "WHERE consumer = 'governance-processor' AND topic LIKE '%accepted.vote'"
+        ).fetchone()
+        sent = conn.execute("SELECT count(*) FROM govproc.outbox WHERE sent AND topic LIKE '%decision'").fetchone()
+    return int(str(folded[0])) if folded else 0, int(str(sent[0])) if sent else 0
+
+
+def throughput(settings: Settings, n_props: int) -> tuple[int, float]:
+    db = settings.require_database()
+    claws = [claw_client(settings, TENANT, n) for n in CLAWS]
+    heartbeat(claws)
+    pids = [f"tp-{uuid.uuid4().hex[:10]}" for _ in range(n_props)]
+    for pid in pids:
+        claws[0].publish_envelope_async(claws[0].build("proposal", proposal_body(claws[0], pid)), lambda t, e: None)
+    claws[0].flush()
+    votes0, decisions0 = progress(db)
+    votes = [(c, c.build("vote", {"proposalId": pid, "vote": "YES"})) for pid in pids for c in claws]
+    t0 = time.perf_counter()
+    last_beat = time.monotonic()
+    for c, env in votes:
+        c.publish_envelope_async(env, lambda t, e: None)
+        if time.monotonic() - last_beat > 5:  # stay in the quorum basis during long runs
+            heartbeat(claws)
+            last_beat = time.monotonic()
+    for c in claws:
+        c.flush()
+    while progress(db) < (votes0 + len(votes), decisions0 + n_props):
+        time.sleep(0.05)
+    return len(votes), len(votes) / (time.perf_counter() - t0)
+
+
+def latency(settings: Settings, rounds: int) -> list[float]:
+    claws = [claw_client(settings, TENANT, n) for n in CLAWS]
+    arrived: dict[str, float] = {}
+    ready, stop = threading.Event(), threading.Event()
+
+    def tail() -> None:
+        c = Consumer({"bootstrap.servers": settings.require_kafka(), "group.id": f"bench-{uuid.uuid4().hex}",
+                      "auto.offset.reset": "latest"})  # fmt: skip
+        c.subscribe([settings.topics.inbound("decision")], on_assign=lambda *_: ready.set())
+        while not stop.is_set():
+            for m in c.consume(100, 0.05):
+                if m.error() is None:
+                    p = decode_envelope(m.value() or b"").payload
+                    if isinstance(p, DecisionPayload):
+                        arrived.setdefault(p.proposal_id, time.perf_counter())
+        c.close()
+
+    t = threading.Thread(target=tail, daemon=True)
+    t.start()
+    ready.wait(30)
+    time.sleep(1.0)
+    out = []
+    for _ in range(rounds):
+        heartbeat(claws)
+        pid = f"lat-{uuid.uuid4().hex[:10]}"
+        t0 = time.perf_counter()
+        claws[0].publish_envelope_async(claws[0].build("proposal", proposal_body(claws[0], pid)), lambda t, e: None)
+        for c in claws:
+            c.publish_envelope_async(c.build("vote", {"proposalId": pid, "vote": "YES"}), lambda t, e: None)
+        for c in claws:
+            c.flush()
+        deadline = time.monotonic() + 30
+        while pid not in arrived and time.monotonic() < deadline:
+            time.sleep(0.002)
+        if pid in arrived:
+            out.append((arrived[pid] - t0) * 1000)
+    stop.set()
+    t.join(5)
+    return sorted(out)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="hivemem bench governance")
+    ap.add_argument("--proposals", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=100)
+    args = ap.parse_args(argv)
+    home = Path(tempfile.mkdtemp(prefix="hivemem-bench-"))
+    settings = dataclasses.replace(Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
+                                   config_path=home / "tenants.toml", api_port=free_port())  # fmt: skip
+    stack = Stack(settings)
+    try:
+        stack.start_backends(say=lambda *_: None)
+        stack.start_services()
+        settings = stack.settings
+        throughput(settings, 50)  # warm-up
+        n, rate = throughput(settings, args.proposals)
+        lat = latency(settings, args.rounds)
+        print(f"votes through gate + governance: {rate:10,.0f} votes/s  ({n:,} votes, {args.proposals:,} decisions)")
+        print(f"proposal -> decision, 5-claw vote (n={len(lat)}/{args.rounds}): p50 {pct(lat, 0.5):.1f} ms  "
+              f"p95 {pct(lat, 0.95):.1f} ms  p99 {pct(lat, 0.99):.1f} ms")  # fmt: skip
+        return 0 if len(lat) == args.rounds else 1
+    finally:
+        stack.stop()
