@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import httpx
@@ -86,4 +87,51 @@ def run_demo(settings: Settings, api_url: str, console: Console | None = None) -
                       "with their reason codes; every verdict audited.[/green]")  # fmt: skip
     else:
         console.print(f"[red]Outcome: unexpected results[/red] claws={claws} episodes={outcomes}")
+    return run_vote(clients, api_url, headers, console) and ok
+
+
+STATEMENT = "Error E142 with DB timeout pattern maps to mitigation M7"
+
+
+def run_vote(clients: dict[str, ClawClient], api_url: str, headers: dict[str, str], console: Console) -> bool:
+    """Seed 004's flow: a proposal, votes (one claw tries twice), a quorum decision, fact v1."""
+    pid = f"e142-{uuid.uuid4().hex[:6]}"
+    fact_key = f"incident/E142-{pid[-6:]}"
+    proposer = clients["claw-3"]
+    proposer.publish("proposal", {"proposalId": pid, "factKey": fact_key, "statement": STATEMENT,
+                                  "tags": ["incident", "checkout"], "proposer": "claw-3",
+                                  "deadline": int(time.time() * 1000) + 120_000}, trace_id=pid)  # fmt: skip
+    for claw_id in ("claw-2", "claw-2", "claw-1", "claw-4"):
+        clients[claw_id].publish("vote", {"proposalId": pid, "vote": "YES", "reason": "matches the runbook"},
+                                 trace_id=pid)  # fmt: skip
+    console.print(f"claw-3 proposed [italic]{STATEMENT!r}[/italic]; claw-2 voted twice, claw-1 and claw-4 once")
+    view: dict[str, object] = {}
+    with httpx.Client(base_url=api_url, headers=headers, timeout=30) as http:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            r = http.get(f"/api/v1/proposals/{pid}")
+            if r.status_code == 200 and r.json()["decision"] and any(
+                    v["status"] == "REFUSED" for v in r.json()["votes"]):  # fmt: skip
+                view = r.json()
+                break
+            time.sleep(0.2)
+        fact = http.get(f"/api/v1/facts/{fact_key}").json() if view else {}
+    if not view:
+        console.print("[red]Outcome: no decision within 60 s[/red]")
+        return False
+    table = Table(title=f"Proposal {pid}: votes")
+    for col in ("claw", "vote", "status", "reason"):
+        table.add_column(col)
+    for v in view["votes"]:  # type: ignore[attr-defined]
+        table.add_row(v["clawId"], v["vote"] or "", v["status"], v["reasonCode"] or "")
+    console.print(table)
+    d = view["decision"]
+    assert isinstance(d, dict)
+    current = fact.get("current", {})
+    console.print(f"Decision: {d['outcome']} with {d['yesVotes']} of {d['quorumBasis']} active claws "
+                  f"(majority {d['threshold']}); fact {fact_key} v{current.get('version')}")  # fmt: skip
+    ok = d["outcome"] == "APPROVED" and current.get("version") == 1 and d["yesVotes"] == 3
+    if ok:
+        console.print("[green]Outcome: one vote per claw counted, quorum decision, shared fact v1 "
+                      "published.[/green]")  # fmt: skip
     return ok

@@ -40,6 +40,7 @@ def test_demo_runs_from_a_clean_home(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "Outcome: 3 episodes accepted" in out.stdout
     assert "BAD_SIGNATURE" in out.stdout and "DUPLICATE" in out.stdout
+    assert "DUPLICATE_VOTE" in out.stdout and "shared fact v1 published" in out.stdout
 
 
 def test_docker_compose_file_parses() -> None:

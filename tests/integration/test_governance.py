@@ -168,8 +168,11 @@ def test_quorum_basis_follows_active_claws(stack: Stack) -> None:
         assert (d["outcome"], d["quorumBasis"], d["yesVotes"]) == ("APPROVED", 3, 3)
 
 
-def _vote_storm(stack: Stack, tenant: str, n_claws: int, n_props: int, during: object = None) -> dict[str, int]:
-    """Every claw votes on every proposal, from 4 threads; returns votes sent per proposal."""
+def _vote_storm(
+    stack: Stack, tenant: str, n_claws: int, n_props: int, during: object = None, pace: float = 0.0
+) -> dict[str, int]:
+    """Every claw votes on every proposal, from 4 threads (each pausing ``pace`` s per vote);
+    returns votes sent per proposal."""
     claws = fleet(stack, tenant, [f"claw-{i:02d}" for i in range(n_claws)], shared=True)
     beat_all(claws)
     pids = [unique(f"storm{i}") for i in range(n_props)]
@@ -191,7 +194,9 @@ def _vote_storm(stack: Stack, tenant: str, n_claws: int, n_props: int, during: o
             c.publish_envelope_async(env, lambda t, e: None)  # type: ignore[attr-defined]
             with lock:
                 sent[pid] += 1
-            if j % 50 == 0:
+            if pace:
+                time.sleep(pace)
+            elif j % 50 == 0:
                 time.sleep(0.01)
 
     threads = [threading.Thread(target=send, args=(plan[k::4],)) for k in range(4)]
@@ -242,16 +247,63 @@ def test_governance_processor_sigkilled_mid_stream(stack: Stack) -> None:
     from tests.integration.test_faults import _assert_equal_to_clean_replay
 
     gov = stack.services["governance"]
+    before = _votes_folded(stack)
+    at_kill: list[int] = []
 
     def kill_and_restart() -> None:
-        time.sleep(0.4)
+        wait_until(lambda: _votes_folded(stack) >= before + 100, 60, 0.01, what="governance mid-stream")
         assert gov.proc is not None
         gov.proc.send_signal(signal.SIGKILL)
         gov.proc.wait()
+        at_kill.append(_votes_folded(stack) - before)
         time.sleep(0.5)
         gov.start()
 
-    sent = _vote_storm(stack, "pool-kill", 30, 15, during=kill_and_restart)
-    assert gov.restarts == 0 and gov.alive()
+    sent = _vote_storm(stack, "pool-kill", 30, 15, during=kill_and_restart, pace=0.02)
+    assert gov.alive() and 100 <= at_kill[0] < sum(sent.values())  # killed mid-stream
     _exactly_one_decision_each(stack, "pool-kill", sent, 30)
     _assert_equal_to_clean_replay(stack)
+
+
+def _votes_folded(stack: Stack) -> int:
+    with owner_db(stack) as conn:
+        row = conn.execute(
+            "SELECT coalesce(sum(next_offset), 0) FROM hivemem.projection_offsets "
+            "WHERE consumer = 'governance-processor' AND topic LIKE '%accepted.vote'"
+        ).fetchone()
+    return int(str(row[0])) if row else 0
+
+
+def test_outputs_a_killed_processor_had_already_sent_are_not_sent_again(stack: Stack) -> None:
+    """The window between producing outbox rows and marking them sent: after a restart the
+    processor finds the rows already in Kafka (from its publish marks) and sends only the rest."""
+    from confluent_kafka import Producer
+
+    from contracts.models import DecisionPayload
+    from governance.voting import DecisionOut
+    from processors.governance_core import GovernanceCore
+    from processors.governance_store import set_marks
+    from producers.claw_client import producer_config
+    from projections.projector import high_watermarks
+
+    tenant, names = "pool-bench", stack.settings.topics
+    core = GovernanceCore(names, stack.settings.load_config().system_signer())
+    rows = [core.encode(DecisionOut(tenant, pid, DecisionPayload(
+        proposal_id=pid, outcome="EXPIRED", yes_votes=0, no_votes=0, quorum_basis=0, threshold=2, voters=[],
+        decided_at=1))) for pid in (unique("landed"), unique("lost"))]  # fmt: skip
+    gov = stack.services["governance"]
+    gov.stop()
+    with owner_db(stack) as conn:
+        set_marks(conn, high_watermarks(stack.settings.require_kafka(), [names.inbound("decision")]))
+        for r in rows:
+            conn.execute("INSERT INTO govproc.outbox (event_id, topic, partition, key, value) "
+                         "VALUES (%s, %s, %s, %s, %s)", (r.event_id, r.topic, r.partition, r.key, r.value))  # fmt: skip
+    p = Producer(producer_config(stack.settings.require_kafka()))
+    p.produce(rows[0].topic, rows[0].value, rows[0].key, partition=rows[0].partition)  # it got out before the crash
+    assert p.flush(30) == 0
+    gov.start()
+    with owner_db(stack) as conn:
+        wait_until(lambda: conn.execute("SELECT bool_and(sent) FROM govproc.outbox WHERE event_id = ANY(%s)",
+                                        ([r.event_id for r in rows],)).fetchone()[0], what="outbox drained")  # type: ignore[index]  # fmt: skip
+    log = decisions_in_log(stack, tenant)
+    assert sorted(len(v) for v in log.values()) == [1, 1]  # each exactly once
