@@ -12,9 +12,9 @@ from typing import Protocol
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from contracts.avro import encode_envelope
+from contracts.avro import ContractError, decode_record, encode_envelope, envelope_from_decoded, signing_bytes
 from contracts.models import Envelope
-from governance.identity import hmac_sign
+from governance.identity import Verifier, hmac_sign
 from governance.keyring import ED25519_PREFIX, key_proof_message
 
 
@@ -58,3 +58,16 @@ class Ed25519Signer:
 def sign_envelope(env: Envelope, signer: Signer) -> Envelope:
     unsigned = encode_envelope(env.model_copy(update={"key_id": signer.key_id, "signature": b""}))
     return env.model_copy(update={"key_id": signer.key_id, "signature": signer.sign(unsigned)})
+
+
+SYSTEM_CLAW = "hivemem-governance"  # the claw id HiveMem's governance processor writes as
+
+
+def verify_system_output(data: bytes, verifier: Verifier) -> Envelope:
+    """Decode a decision or fact and check that HiveMem's processor signed it: these topics
+    bypass the gate, so a record written there by anyone else must not become shared truth."""
+    decoded = decode_record(data)
+    env = envelope_from_decoded(decoded)
+    if env.claw_id != SYSTEM_CLAW or not verifier.verify(signing_bytes(decoded), env.signature):
+        raise ContractError("UNVERIFIED_OUTPUT", f"{env.type} {env.event_id} is not signed by {SYSTEM_CLAW}")
+    return env

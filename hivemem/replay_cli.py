@@ -5,21 +5,22 @@ from __future__ import annotations
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from hivemem.services import PROJECTIONS
+from hivemem.services import projections
 from hivemem.settings import Settings
 from hivemem.stack import Stack
 from projections.replay import rebuild
 
 
 def run_replay(settings: Settings, only: str | None, console: Console) -> int:
-    if only is not None and only not in PROJECTIONS:
-        console.print(f"[red]UNKNOWN_PROJECTION[/red]: {only!r}; known: {', '.join(PROJECTIONS)}")
+    models = projections(settings)
+    if only is not None and only not in models:
+        console.print(f"[red]UNKNOWN_PROJECTION[/red]: {only!r}; known: {', '.join(models)}")
         return 2
     stack = Stack(settings)
     try:
         settings = stack.start_backends(say=console.print)  # attaches to running ones when configured
         ok = True
-        for name, projection in PROJECTIONS.items():
+        for name, projection in models.items():
             if only and name != only:
                 continue
             with Progress(TextColumn(f"replaying {name}"), BarColumn(), MofNCompleteColumn(),

@@ -24,11 +24,15 @@ from projections.read_models.audit import AuditProjection
 from projections.read_models.claws import ClawsProjection
 from projections.read_models.governance import GovernanceProjection
 
-PROJECTIONS: dict[str, Projection] = {
-    "claws": ClawsProjection(),
-    "audit": AuditProjection(),
-    "governance": GovernanceProjection(),
-}
+
+def projections(settings: Settings) -> dict[str, Projection]:
+    """Every read model; decisions and facts are checked against the processor's key."""
+    verifier = settings.load_config().system_verifier()
+    return {
+        "claws": ClawsProjection(),
+        "audit": AuditProjection(output_verifier=verifier),
+        "governance": GovernanceProjection(output_verifier=verifier),
+    }
 
 
 def run_gate(settings: Settings) -> None:
@@ -61,7 +65,7 @@ def run_governance(settings: Settings) -> None:
 def run_projectors(settings: Settings, only: list[str] | None = None) -> None:
     stop = _stop_on_signals()
     threads = []
-    for name, projection in PROJECTIONS.items():
+    for name, projection in projections(settings).items():
         if only and name not in only:
             continue
         p = Projector(projection, settings.require_kafka(), settings.require_database(), settings.topics)
@@ -80,7 +84,7 @@ def projection_lag(settings: Settings, watermarks: Watermarks) -> dict[str, int]
 
     out: dict[str, int] = {}
     with psycopg.connect(settings.require_database(), autocommit=True) as conn:
-        for name, projection in PROJECTIONS.items():
+        for name, projection in projections(settings).items():
             ends = watermarks(projection.topics(settings.topics))
             have = stored_offsets(conn, name)
             out[name] = sum(max(0, end - have.get(tp, 0)) for tp, end in ends.items())
@@ -104,7 +108,7 @@ def run_api(settings: Settings) -> None:
         kafka_ok=lambda: kafka_reachable(bootstrap),
         projection_lag=lambda: projection_lag(settings, watermarks),
         watermarks=watermarks,
-        projection_topics={n: p.topics(settings.topics) for n, p in PROJECTIONS.items()},
+        projection_topics={n: p.topics(settings.topics) for n, p in projections(settings).items()},
         presence_window_ms=int(settings.presence_window_s * 1000),
     )
     uvicorn.run(create_app(deps), host=settings.api_host, port=settings.api_port, log_level="warning")

@@ -23,7 +23,7 @@ from pathlib import Path
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from contracts.topics import TopicNames
-from governance.identity import TenantPolicy
+from governance.identity import HmacVerifier, TenantPolicy
 from governance.signing import HmacSigner
 from governance.voting import VotingConfig
 
@@ -40,6 +40,9 @@ class HiveConfig:
         """The key HiveMem's processors sign their own envelopes (decisions, facts) with."""
         key = hmac.new(self.token_secret, b"hivemem/system-signing/v1", hashlib.sha256).digest()
         return HmacSigner("hmac:hivemem-system", key)
+
+    def system_verifier(self) -> HmacVerifier:
+        return HmacVerifier(self.system_signer().key)
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,11 @@ from contracts.avro import ContractError, decode_envelope, encode_envelope, enco
 from contracts.models import DecisionPayload, Envelope, FactPayload, Rejection
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames, partition_key
 from governance.gate import Position, derived_event_id
-from governance.signing import Signer, sign_envelope
+from governance.signing import SYSTEM_CLAW, Signer, sign_envelope
 from governance.voting import DecisionOut, FactOut, GovernanceState, Output, Ref, Refusal
 from processors.governance_store import NewOutput
 from projections.log_records import LogRecord
 
-SYSTEM_CLAW = "hivemem-governance"
 PROCESSOR = "governance"
 INPUT_TYPES = ("presence", "proposal", "vote")  # also the order a batch is applied in
 _NS = uuid.UUID("0f7f1f64-4a8e-4c1b-9a55-3d0c7f4e2b11")

@@ -10,6 +10,8 @@ import psycopg
 
 from contracts.avro import ContractError, decode_envelope, decode_rejection
 from contracts.topics import TopicNames
+from governance.identity import Verifier
+from governance.signing import verify_system_output
 from projections.log_records import LogRecord
 from projections.read_models import DigestTable, schema_ddl, tenant_table
 
@@ -25,8 +27,9 @@ class AuditProjection:
         DigestTable("events", _COLUMNS, "source_topic, source_partition, source_offset"),
     )
 
-    def __init__(self, extra_topics: tuple[str, ...] = ()) -> None:
+    def __init__(self, extra_topics: tuple[str, ...] = (), output_verifier: Verifier | None = None) -> None:
         self._extra = extra_topics
+        self.output_verifier = output_verifier  # decisions and facts must carry the processor's signature
 
     def topics(self, names: TopicNames) -> list[str]:
         claw_types = [names.type_of(t) for t in names.gate_inputs()]
@@ -70,8 +73,7 @@ class AuditProjection:
             rows,
         )
 
-    @staticmethod
-    def _row(rec: LogRecord) -> tuple[object, ...]:
+    def _row(self, rec: LogRecord) -> tuple[object, ...]:
         out = (rec.topic, rec.partition, rec.offset)
         assert rec.value is not None
         if rec.topic.endswith("rejected"):
@@ -85,7 +87,13 @@ class AuditProjection:
         except ContractError as exc:  # cannot happen behind the gate; recorded, not fatal
             return (SYSTEM_TENANT, src_topic, src_partition, src_offset, "REJECTED", exc.code,
                     exc.detail, None, None, None, None, None, None, None, rec.log_time(), *out, "gate")  # fmt: skip
+        outcome, code, detail = "ACCEPTED", None, None
         stage = "governance" if env.type in ("decision", "fact") else "gate"
-        return (env.tenant, src_topic, src_partition, src_offset, "ACCEPTED", None, None, env.type,
+        if stage == "governance" and self.output_verifier is not None:
+            try:
+                verify_system_output(rec.value, self.output_verifier)
+            except ContractError as exc:  # written around the processor: shown, never trusted
+                outcome, code, detail, stage = "REJECTED", exc.code, exc.detail, "audit"
+        return (env.tenant, src_topic, src_partition, src_offset, outcome, code, detail, env.type,
                 env.trace_id, env.claw_id, env.instance_id, env.idempotency_key, env.event_id,
                 env.timestamp, rec.log_time(), *out, stage)  # fmt: skip

@@ -4,7 +4,8 @@ Facts are never updated in place except for closing a version's validity window 
 successor arrives (``valid_to``): the SUPERSEDES chain stays readable. Every folded fact
 passes ``governance.fact_versions.check_version`` again; one that would duplicate, regress
 or skip a version is not applied (it lands in ``hivemem.projection_failures``), while a
-re-delivered copy of a stored version (same eventId) is ignored.
+re-delivered copy of a stored version (same eventId) is ignored. Given the processor's
+verifier, decisions and facts not signed by it are not applied either (UNVERIFIED_OUTPUT).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from contracts.avro import ContractError, decode_envelope, decode_rejection
 from contracts.models import DecisionPayload, FactPayload, ProposalPayload, VotePayload
 from contracts.topics import TopicNames
 from governance.fact_versions import check_version
+from governance.identity import Verifier
+from governance.signing import verify_system_output
 from projections.log_records import LogRecord
 from projections.read_models import DigestTable, schema_ddl, tenant_table
 
@@ -40,6 +43,9 @@ class GovernanceProjection:
         DigestTable("facts", "tenant, fact_key, version, statement, tags, proposal_id, supersedes_version, "
                     "valid_from, valid_to, event_id, trace_id", "tenant, fact_key, version"),
     )  # fmt: skip
+
+    def __init__(self, output_verifier: Verifier | None = None) -> None:
+        self.output_verifier = output_verifier
 
     def topics(self, names: TopicNames) -> list[str]:
         return [names.accepted("proposal"), names.accepted("vote"), names.inbound("decision"),
@@ -85,6 +91,8 @@ class GovernanceProjection:
                 self._refusal(cur, schema, rec)
                 continue
             env = decode_envelope(rec.value or b"")
+            if env.type in ("decision", "fact") and self.output_verifier is not None:
+                verify_system_output(rec.value or b"", self.output_verifier)  # raises: projection_failures
             p = env.payload
             if isinstance(p, ProposalPayload):
                 cur.execute(

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from hivemem.services import PROJECTIONS
+from hivemem.services import projections
 from hivemem.stack import Stack
 from processors.claim_store import PostgresClaimStore
 from projections.replay import rebuild
@@ -41,7 +41,7 @@ def _audited(stack: Stack, trace: str) -> int:
 
 
 def _assert_equal_to_clean_replay(stack: Stack) -> None:
-    for projection in PROJECTIONS.values():
+    for projection in projections(stack.settings).values():
         s = stack.settings
         result = rebuild(projection, s.require_kafka(), s.require_database(), s.topics)
         assert result.equal, projection.name

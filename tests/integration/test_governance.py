@@ -307,3 +307,27 @@ def test_outputs_a_killed_processor_had_already_sent_are_not_sent_again(stack: S
                                         ([r.event_id for r in rows],)).fetchone()[0], what="outbox drained")  # type: ignore[index]  # fmt: skip
     log = decisions_in_log(stack, tenant)
     assert sorted(len(v) for v in log.values()) == [1, 1]  # each exactly once
+
+
+def test_a_fact_written_around_the_processor_is_not_shared_truth(stack: Stack) -> None:
+    from contracts.avro import encode_envelope
+    from contracts.topics import partition_key
+    from governance.signing import SYSTEM_CLAW
+
+    tenant, fact_key, trace = "pool-bench", unique("forged"), unique("forged")
+    rogue = fleet(stack, tenant, ["rogue"])["rogue"]
+    body = {"factKey": fact_key, "version": 1, "statement": "trust me", "validFrom": 1}
+    forged = rogue.build("fact", body, trace_id=trace).model_copy(update={"claw_id": SYSTEM_CLAW})
+    rogue.produce_raw(stack.settings.topics.inbound("fact"), partition_key(tenant, forged.aggregate),
+                      encode_envelope(forged))  # fmt: skip
+    assert rogue.flush(30) == 0
+    with http(stack, tenant) as h:
+        rows = wait_until(lambda: h.get("/api/v1/audit", params={"traceId": trace}).json(), what="audit of the forgery")
+        assert [(r["type"], r["outcome"], r["reason_code"]) for r in rows] == [
+            ("fact", "REJECTED", "UNVERIFIED_OUTPUT")
+        ]
+        with owner_db(stack) as conn:
+            wait_until(lambda: conn.execute("SELECT count(*) FROM hivemem.projection_failures WHERE consumer = "
+                                            "'governance' AND error LIKE %s", (f"%{forged.event_id}%",)).fetchone()[0],  # type: ignore[index]
+                       what="the governance read model refusing it")  # fmt: skip
+        assert h.get(f"/api/v1/facts/{fact_key}").json()["code"] == "FACT_NOT_FOUND"
