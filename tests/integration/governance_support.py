@@ -75,12 +75,13 @@ def decisions_in_log(stack: Stack, tenant: str) -> dict[str, list[tuple[str, Dec
             for m in consumer.consume(500, timeout=1):
                 if m.error() is not None:
                     continue
-                env = decode_envelope(m.value())
+                env = decode_envelope(m.value() or b"")
                 if env.tenant == tenant:
                     assert isinstance(env.payload, DecisionPayload)
                     out.setdefault(env.payload.proposal_id, []).append((env.event_id, env.payload))
-                if m.offset() + 1 >= ends[m.partition()]:
-                    todo.discard(m.partition())
+                part, off = int(m.partition() or 0), int(m.offset() or 0)
+                if off + 1 >= ends[part]:
+                    todo.discard(part)
     finally:
         consumer.close()
     return out

@@ -37,7 +37,7 @@ def _audited(stack: Stack, trace: str) -> int:
     with owner_db(stack) as conn:
         row = conn.execute("SELECT count(*) FROM audit.events WHERE trace_id = %s AND outcome = 'ACCEPTED'",
                            (trace,)).fetchone()  # fmt: skip
-    return int(row[0]) if row else 0
+    return int(str(row[0])) if row else 0
 
 
 def _assert_equal_to_clean_replay(stack: Stack) -> None:

@@ -225,7 +225,7 @@ def _exactly_one_decision_each(stack: Stack, tenant: str, sent: dict[str, int], 
     # Nothing lost: every vote was either counted or refused as arriving after the decision.
     with owner_db(stack) as conn:
 
-        def closed() -> dict[str, int] | None:
+        def closed() -> dict[str, tuple[int, int]] | None:
             rows = conn.execute(
                 "SELECT v.proposal_id, count(*), count(r.reason_code) FILTER (WHERE r.reason_code = 'PROPOSAL_CLOSED') "
                 "FROM governance.votes v LEFT JOIN governance.refusals r ON r.envelope_event_id = v.event_id "

@@ -46,10 +46,15 @@ def test_bad_inputs_rejected_with_reason_codes_and_good_ones_in_the_same_batch_a
     trace = f"t-{uuid.uuid4()}"
     topic = stack.settings.topics.inbound("episode")
     key = partition_key("acme", "about:checkout")
-    positions: dict[str, object] = {}
+    positions: dict[str, tuple[int, int]] = {}
 
     def raw(name: str, value: bytes) -> None:
-        c.produce_raw(topic, key, value, lambda err, msg: positions.__setitem__(name, (msg.partition(), msg.offset())))
+        c.produce_raw(
+            topic,
+            key,
+            value,
+            lambda err, msg: positions.__setitem__(name, (int(msg.partition() or 0), int(msg.offset() or 0))),
+        )
 
     good = [c.build("episode", episode(), trace_id=trace) for _ in range(6)]
     replayed = c.build("episode", episode(), trace_id=trace)
@@ -74,7 +79,7 @@ def test_bad_inputs_rejected_with_reason_codes_and_good_ones_in_the_same_batch_a
 
         def verdicts() -> dict[str, str] | None:
             out = {}
-            for name, (part, off) in positions.items():  # type: ignore[misc]
+            for name, (part, off) in positions.items():
                 row = conn.execute(
                     "SELECT coalesce(reason_code, outcome) FROM audit.events WHERE source_topic = %s "
                     "AND source_partition = %s AND source_offset = %s",
