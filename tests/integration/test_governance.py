@@ -331,3 +331,28 @@ def test_a_fact_written_around_the_processor_is_not_shared_truth(stack: Stack) -
                                             "'governance' AND error LIKE %s", (f"%{forged.event_id}%",)).fetchone()[0],  # type: ignore[index]
                        what="the governance read model refusing it")  # fmt: skip
         assert h.get(f"/api/v1/facts/{fact_key}").json()["code"] == "FACT_NOT_FOUND"
+
+
+def test_key_rotation_and_revocation_through_the_real_gate(stack: Stack) -> None:
+    tenant, trace = "pool-bench", unique("keys")
+    claw = fleet(stack, tenant, ["keyed"])["keyed"]
+    k1, k2 = Ed25519Signer.generate(unique("k1")), Ed25519Signer.generate(unique("k2"))
+    with http(stack, tenant) as h:
+
+        def keys(tok: object) -> list[tuple[str, str | None, bool]]:
+            rows = h.get("/api/v1/claws/keyed/keys", params={"consistency": str(tok)}).json()
+            return [(r["key_id"], r["replaces"], r["revoked_at"] is not None) for r in rows]
+
+        assert keys(claw.register_key(k1, trace_id=trace)) == [(k1.key_id, None, False)]
+        claw.use_key(k1)
+        assert keys(claw.register_key(k2, trace_id=trace)) == [(k1.key_id, None, False), (k2.key_id, k1.key_id, False)]
+        stale = claw.publish("capabilities", {"capabilities": ["x"]}, trace_id=trace)  # k1, after the rotation
+        claw.use_key(k2)
+        fine = claw.publish("capabilities", {"capabilities": ["y"]}, trace_id=trace)
+        assert keys(claw.revoke_key(k2.key_id, trace_id=trace))[-1] == (k2.key_id, k1.key_id, True)
+        claw.use_key(k2)
+        last = claw.publish("capabilities", {"capabilities": ["z"]}, trace_id=trace)
+        rows = h.get("/api/v1/audit", params={"traceId": trace, "consistency": str(last)}).json()
+        verdict = {r["source"]: r["reason_code"] or r["outcome"] for r in rows}
+        pos = {n: f"{t.topic}/{t.partition}/{t.offset}" for n, t in (("stale", stale), ("fine", fine), ("last", last))}
+        assert [verdict[pos[n]] for n in ("stale", "fine", "last")] == ["KEY_ROTATED", "ACCEPTED", "KEY_REVOKED"]
