@@ -13,23 +13,19 @@ Starts its own Kafka + Postgres + services in a temporary HIVEMEM_HOME, then:
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import psycopg
 from confluent_kafka import Consumer
 
 from bench.pipeline import pct
+from bench.temp_stack import temporary_stack
 from contracts.avro import decode_envelope
 from contracts.models import DecisionPayload
-from deploy.kafka_local import free_port
 from hivemem.demo import claw_client
 from hivemem.settings import Settings
-from hivemem.stack import Stack
 from producers.claw_client import ClawClient
 
 TENANT = "acme"
@@ -127,14 +123,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--proposals", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=100)
     args = ap.parse_args(argv)
-    home = Path(tempfile.mkdtemp(prefix="hivemem-bench-"))
-    settings = dataclasses.replace(Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
-                                   config_path=home / "tenants.toml", api_port=free_port())  # fmt: skip
-    stack = Stack(settings)
-    try:
-        stack.start_backends(say=lambda *_: None)
-        stack.start_services()
-        settings = stack.settings
+    with temporary_stack() as settings:
         throughput(settings, 50)  # warm-up
         n, rate = throughput(settings, args.proposals)
         lat = latency(settings, args.rounds)
@@ -142,5 +131,3 @@ def main(argv: list[str]) -> int:
         print(f"proposal -> decision, 5-claw vote (n={len(lat)}/{args.rounds}): p50 {pct(lat, 0.5):.1f} ms  "
               f"p95 {pct(lat, 0.95):.1f} ms  p99 {pct(lat, 0.99):.1f} ms")  # fmt: skip
         return 0 if len(lat) == args.rounds else 1
-    finally:
-        stack.stop()

@@ -11,21 +11,17 @@ Starts its own Kafka + Postgres + services in a temporary HIVEMEM_HOME, then mea
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
 import psycopg
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from deploy.kafka_local import free_port
+from bench.temp_stack import temporary_stack
 from hivemem.demo import claw_client
 from hivemem.settings import Settings
-from hivemem.stack import Stack
 
 
 def raw_kafka(bootstrap: str, n: int, size: int = 400) -> tuple[float, float]:
@@ -108,14 +104,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rate", type=int, default=500)
     ap.add_argument("--seconds", type=float, default=20.0)
     args = ap.parse_args(argv)
-    home = Path(tempfile.mkdtemp(prefix="hivemem-bench-"))
-    settings = dataclasses.replace(Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
-                                   config_path=home / "tenants.toml", api_port=free_port())  # fmt: skip
-    stack = Stack(settings)
-    try:
-        settings = stack.start_backends(say=lambda *_: None)
-        stack.start_services()
-        settings = stack.settings
+    with temporary_stack() as settings:
         sustained(settings, 500)  # warm-up
         produce, consume = raw_kafka(settings.require_kafka(), args.envelopes)
         e2e = sustained(settings, args.envelopes)
@@ -127,5 +116,3 @@ def main(argv: list[str]) -> int:
               f"p50 {pct(lat, 0.5):.1f} ms  p95 {pct(lat, 0.95):.1f} ms  p99 {pct(lat, 0.99):.1f} ms  "
               f"mean {statistics.fmean(lat):.1f} ms")  # fmt: skip
         return 0
-    finally:
-        stack.stop()

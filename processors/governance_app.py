@@ -36,7 +36,14 @@ from governance.voting import GovernanceState, VotingConfig
 from processors.governance_core import GovernanceCore
 from processors.governance_store import Conn, get_marks, load_state, mark_sent, save_batch, set_marks, unsent
 from producers.claw_client import producer_config
-from projections.projector import TP, Watermarks, consumer_config, stored_offsets, to_log_record
+from projections.projector import (
+    TP,
+    Watermarks,
+    consumer_config,
+    stored_offsets,
+    to_log_record,
+    wait_advisory_lock,
+)
 
 CONSUMER = "governance-processor"  # its offsets row; the read model is "governance"
 BATCH = 1000
@@ -67,7 +74,7 @@ class GovernanceProcessor:
                 try:
                     if conn is None or conn.closed:
                         conn = psycopg.connect(self.db_url, autocommit=True, prepare_threshold=None)
-                        if not self._lock(conn, stop):
+                        if not wait_advisory_lock(conn, "processor:governance", stop):
                             return
                         self.state = load_state(conn, self.cfg)
                         self._assign(consumer, conn)
@@ -86,14 +93,6 @@ class GovernanceProcessor:
             producer.flush(10)
             if conn is not None:
                 conn.close()
-
-    def _lock(self, conn: Conn, stop: threading.Event) -> bool:
-        while not stop.is_set():
-            row = conn.execute("SELECT pg_try_advisory_lock(hashtext('processor:governance'))").fetchone()
-            if row and row[0]:
-                return True
-            stop.wait(1.0)
-        return False
 
     def _assign(self, consumer: Consumer, conn: Conn) -> None:
         stored = stored_offsets(conn, CONSUMER)

@@ -52,6 +52,16 @@ def stored_offsets(conn: psycopg.Connection[tuple[object, ...]], consumer: str) 
     return {(str(r[0]), int(str(r[1]))): int(str(r[2])) for r in rows}
 
 
+def wait_advisory_lock(conn: psycopg.Connection[tuple[object, ...]], name: str, stop: threading.Event) -> bool:
+    """Hold the session lock ``name`` (one active writer; copies wait as standbys) or stop."""
+    while not stop.is_set():
+        row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (name,)).fetchone()
+        if row and row[0]:
+            return True
+        stop.wait(1.0)
+    return False
+
+
 class Projector:
     def __init__(
         self,
@@ -96,15 +106,6 @@ class Projector:
         self.next = {tp: stored.get(tp, 0) for tp in tps}
         consumer.assign([TopicPartition(t, p, stored.get((t, p), OFFSET_BEGINNING)) for t, p in tps])
 
-    def _wait_lock(self, conn: psycopg.Connection[tuple[object, ...]], stop: threading.Event) -> bool:
-        while not stop.is_set():
-            lock = f"projector:{self.consumer_name}"
-            row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (lock,)).fetchone()
-            if row and row[0]:
-                return True
-            stop.wait(1.0)
-        return False
-
     def run(
         self,
         stop: threading.Event,
@@ -119,7 +120,7 @@ class Projector:
                 try:
                     if conn is None or conn.closed:
                         conn = self._connect()
-                        if self.exclusive and not self._wait_lock(conn, stop):
+                        if self.exclusive and not wait_advisory_lock(conn, f"projector:{self.consumer_name}", stop):
                             return
                         self._assign(consumer, conn)
                     if until is not None and all(self.next.get(tp, 0) >= end for tp, end in until.items()):

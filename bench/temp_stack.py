@@ -1,0 +1,27 @@
+"""A whole HiveMem (Kafka, Postgres, services) in a temporary home, for one benchmark run."""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from deploy.kafka_local import free_port
+from hivemem.settings import Settings
+from hivemem.stack import Stack
+
+
+@contextmanager
+def temporary_stack() -> Iterator[Settings]:
+    home = Path(tempfile.mkdtemp(prefix="hivemem-bench-"))
+    settings = dataclasses.replace(Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
+                                   config_path=home / "tenants.toml", api_port=free_port())  # fmt: skip
+    stack = Stack(settings)
+    try:
+        stack.start_backends(say=lambda *_: None)
+        stack.start_services()
+        yield stack.settings
+    finally:
+        stack.stop()
