@@ -1,8 +1,9 @@
 """``ClawClient``: what a claw uses to write to HiveMem.
 
 Envelopes are validated by the Pydantic models, signed with the claw's deployment key
-(HMAC-SHA256) or, once registered, its Ed25519 key, and published with an idempotent producer (``enable.idempotence``,
-``acks=all``), keyed by tenant plus aggregate. Every publish returns a consistency token.
+(HMAC-SHA256) or, once registered, its Ed25519 key, and published with an idempotent
+producer (``enable.idempotence``, ``acks=all``), keyed by tenant plus aggregate. Every
+publish returns a consistency token.
 """
 
 from __future__ import annotations
@@ -129,8 +130,11 @@ class ClawClient:
         idempotency_key: str | None = None,
         trace_id: str | None = None,
         timestamp_ms: int | None = None,
+        signer: Signer | None = None,
     ) -> Envelope:
-        """A validated, signed envelope (raises pydantic.ValidationError on bad input)."""
+        """A validated envelope signed with ``signer`` (default: the current key); raises
+        pydantic.ValidationError on bad input."""
+        signer = signer or self.signer
         model = PAYLOAD_MODELS[envelope_type]
         body = payload if isinstance(payload, model) else model.model_validate(payload)
         event_id = str(uuid.uuid4())
@@ -144,10 +148,10 @@ class ClawClient:
             claw_id=self.claw_id,
             instance_id=self.instance_id,
             tenant=self.tenant,
-            key_id=self.signer.key_id,
+            key_id=signer.key_id,
             payload=body,  # type: ignore[arg-type]  # PAYLOAD_MODELS[type] is a Payload
         )
-        return sign_envelope(env, self.signer)
+        return sign_envelope(env, signer)
 
     @property
     def key_id(self) -> str:
@@ -171,8 +175,7 @@ class ClawClient:
         word stands even when the claw's own key is compromised)."""
         if self.signer.key_id == key_id:
             self.signer = self._deployment
-        return self.publish_envelope(sign_envelope(self.build("identity", {"action": "REVOKE", "keyId": key_id}, **kw),
-                                                   self._deployment))  # fmt: skip
+        return self.publish("identity", {"action": "REVOKE", "keyId": key_id}, signer=self._deployment, **kw)
 
     def publish_envelope_async(
         self, env: Envelope, on_done: Callable[[ConsistencyToken | None, str | None], None]
