@@ -17,6 +17,7 @@ import psycopg
 from governance.quorum import Heartbeat
 from governance.voting import GovernanceState, ProposalState, VotingConfig
 from projections.log_records import LogRecord
+from projections.projector import store_offsets
 
 Conn = psycopg.Connection[tuple[object, ...]]
 
@@ -77,15 +78,7 @@ def save_batch(cur: psycopg.Cursor[tuple[object, ...]], gs: GovernanceState, out
         "INSERT INTO govproc.outbox (event_id, topic, partition, key, value) VALUES (%s, %s, %s, %s, %s)",
         [(o.event_id, o.topic, o.partition, o.key, o.value) for o in outputs],
     )
-    ends: dict[tuple[str, int], int] = {}
-    for r in records:
-        ends[(r.topic, r.partition)] = max(ends.get((r.topic, r.partition), 0), r.offset + 1)
-    cur.executemany(
-        "INSERT INTO hivemem.projection_offsets (consumer, topic, partition, next_offset) VALUES (%s, %s, %s, %s) "
-        "ON CONFLICT (consumer, topic, partition) DO UPDATE SET "
-        "next_offset = GREATEST(projection_offsets.next_offset, excluded.next_offset), updated_at = clock_timestamp()",
-        [(consumer, t, p, o) for (t, p), o in ends.items()],
-    )
+    store_offsets(cur, consumer, records)
 
 
 def unsent(conn: Conn, limit: int = 5000) -> list[OutboxRow]:

@@ -52,6 +52,20 @@ def stored_offsets(conn: psycopg.Connection[tuple[object, ...]], consumer: str) 
     return {(str(r[0]), int(str(r[1]))): int(str(r[2])) for r in rows}
 
 
+def store_offsets(cur: psycopg.Cursor[tuple[object, ...]], consumer: str, records: list[LogRecord]) -> None:
+    """Advance ``consumer``'s stored offsets past ``records``, in the caller's transaction."""
+    ends: dict[TP, int] = {}
+    for r in records:
+        ends[(r.topic, r.partition)] = max(ends.get((r.topic, r.partition), 0), r.offset + 1)
+    cur.executemany(
+        "INSERT INTO hivemem.projection_offsets (consumer, topic, partition, next_offset) "
+        "VALUES (%s, %s, %s, %s) ON CONFLICT (consumer, topic, partition) DO UPDATE SET "
+        "next_offset = GREATEST(projection_offsets.next_offset, excluded.next_offset), "
+        "updated_at = clock_timestamp()",
+        [(consumer, t, p, o) for (t, p), o in ends.items()],
+    )
+
+
 def wait_advisory_lock(conn: psycopg.Connection[tuple[object, ...]], name: str, stop: threading.Event) -> bool:
     """Hold the session lock ``name`` (one active writer; copies wait as standbys) or stop."""
     while not stop.is_set():
@@ -179,16 +193,7 @@ class Projector:
             self._store_offsets(cur, fresh)
 
     def _store_offsets(self, cur: psycopg.Cursor[tuple[object, ...]], fresh: list[LogRecord]) -> None:
-        ends: dict[TP, int] = {}
-        for r in fresh:
-            ends[(r.topic, r.partition)] = max(ends.get((r.topic, r.partition), 0), r.offset + 1)
-        cur.executemany(
-            "INSERT INTO hivemem.projection_offsets (consumer, topic, partition, next_offset) "
-            "VALUES (%s, %s, %s, %s) ON CONFLICT (consumer, topic, partition) DO UPDATE SET "
-            "next_offset = GREATEST(projection_offsets.next_offset, excluded.next_offset), "
-            "updated_at = clock_timestamp()",
-            [(self.consumer_name, t, p, o) for (t, p), o in ends.items()],
-        )
+        store_offsets(cur, self.consumer_name, fresh)
 
 
 class Watermarks:
