@@ -5,14 +5,39 @@ Field names are snake_case in Python and camelCase on the wire (the Avro field n
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from contracts.topics import EnvelopeType
 
-MAX_TEXT = 65_536
+# Documented limits (docs/wire-protocol.md, "Limits"): every string and number that reaches
+# Avro, Postgres or a Kafka record has a bound, so oversized input is refused with a reason
+# code (INVALID_FIELD) instead of failing deeper in the pipeline.
+MAX_ID = 256  # header ids and payload identifiers
+MAX_LABEL = 1_024  # tags, capabilities, dimension values, versions
+MAX_TEXT = 65_536  # free text (statements, summaries, content)
+MAX_ITEMS = 256  # list and map entries
+
+
+def _clean_text(value: str) -> str:
+    # Postgres text cannot hold NUL; a lone surrogate cannot be encoded as UTF-8 (Avro).
+    if "\x00" in value:
+        raise ValueError("must not contain the NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("must be valid Unicode (no lone surrogates)") from exc
+    return value
+
+
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID), AfterValidator(_clean_text)]
+Label = Annotated[str, Field(max_length=MAX_LABEL), AfterValidator(_clean_text)]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT), AfterValidator(_clean_text)]
+OptText = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_clean_text)]
+Long = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]  # Avro long
+Int = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]  # Avro int
 
 
 class WireModel(BaseModel):
@@ -23,61 +48,61 @@ class WireModel(BaseModel):
 
 
 class ProposalPayload(WireModel):
-    proposal_id: str = Field(min_length=1)
-    fact_key: str = Field(min_length=1)
-    statement: str = Field(min_length=1, max_length=MAX_TEXT)
-    tags: list[str] = Field(default_factory=list)
-    proposer: str = Field(min_length=1)
-    deadline: int
-    base_version: int = Field(default=0, ge=0)
+    proposal_id: Id
+    fact_key: Id
+    statement: Text
+    tags: list[Label] = Field(default_factory=list, max_length=MAX_ITEMS)
+    proposer: Id
+    deadline: Long
+    base_version: Int = Field(default=0, ge=0)
 
 
 class VotePayload(WireModel):
-    proposal_id: str = Field(min_length=1)
+    proposal_id: Id
     vote: Literal["YES", "NO"]
-    reason: str | None = None
+    reason: OptText | None = None
 
 
 class DecisionPayload(WireModel):
-    proposal_id: str = Field(min_length=1)
+    proposal_id: Id
     outcome: Literal["APPROVED", "REJECTED", "EXPIRED"]
-    yes_votes: int = Field(ge=0)
-    no_votes: int = Field(ge=0)
-    quorum_basis: int = Field(ge=0)
-    threshold: int = Field(ge=0)
-    voters: list[str] = Field(default_factory=list)
-    decided_at: int
+    yes_votes: Int = Field(ge=0)
+    no_votes: Int = Field(ge=0)
+    quorum_basis: Int = Field(ge=0)
+    threshold: Int = Field(ge=0)
+    voters: list[Id] = Field(default_factory=list)
+    decided_at: Long
 
 
 class FactPayload(WireModel):
-    fact_key: str = Field(min_length=1)
-    version: int = Field(ge=1)
-    statement: str = Field(min_length=1, max_length=MAX_TEXT)
-    tags: list[str] = Field(default_factory=list)
-    proposal_id: str | None = None
-    supersedes_version: int | None = None
-    valid_from: int
+    fact_key: Id
+    version: Int = Field(ge=1)
+    statement: Text
+    tags: list[Label] = Field(default_factory=list, max_length=MAX_ITEMS)
+    proposal_id: Id | None = None
+    supersedes_version: Int | None = None
+    valid_from: Long
 
 
 class PresencePayload(WireModel):
     status: Literal["ACTIVE", "DRAINING", "OFFLINE"] = "ACTIVE"
     healthy: bool = True
-    ttl_seconds: int = Field(default=30, ge=1)
-    agent_version: str = ""
+    ttl_seconds: Int = Field(default=30, ge=1)
+    agent_version: Label = ""
 
 
 class CapabilitiesPayload(WireModel):
-    capabilities: list[str] = Field(default_factory=list)
+    capabilities: list[Label] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class IdentityPayload(WireModel):
     """Register (or, with ``replaces``, rotate to) an Ed25519 key, or revoke one."""
 
     action: Literal["REGISTER", "REVOKE"]
-    key_id: str = Field(min_length=1)
-    public_key: bytes = b""
-    proof: bytes = b""
-    replaces: str | None = None
+    key_id: Id
+    public_key: bytes = Field(default=b"", max_length=64)
+    proof: bytes = Field(default=b"", max_length=128)
+    replaces: Id | None = None
 
 
 ObservationType = Literal["ANOMALY", "DOMAIN", "WORKFLOW", "EFFICIENCY", "REGULATORY", "CONSENSUS"]
@@ -88,36 +113,36 @@ Domain = Literal[
 
 
 class ObservationPayload(WireModel):
-    observation_id: str = Field(min_length=1)
+    observation_id: Id
     observation_type: ObservationType
     domain: Domain
-    summary: str = Field(min_length=1, max_length=MAX_TEXT)
-    pattern: str = "{}"
-    evidence_count: int = Field(default=1, ge=0)
+    summary: Text
+    pattern: OptText = "{}"
+    evidence_count: Int = Field(default=1, ge=0)
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
 class ValidationPayload(WireModel):
-    observation_id: str = Field(min_length=1)
+    observation_id: Id
     verdict: Literal["CONFIRMED", "REFUTED", "UNCERTAIN"]
-    note: str | None = None
+    note: OptText | None = None
 
 
 class EpisodePayload(WireModel):
-    episode_id: str = Field(min_length=1)
-    about: str = Field(min_length=1)
-    dimensions: dict[str, str] = Field(default_factory=dict)
-    content: str = Field(min_length=1, max_length=MAX_TEXT)
-    occurred_at: int
+    episode_id: Id
+    about: Id
+    dimensions: dict[Id, Label] = Field(default_factory=dict, max_length=MAX_ITEMS)
+    content: Text
+    occurred_at: Long
 
 
 class TracePayload(WireModel):
-    trace_record_id: str = Field(min_length=1)
-    about: str = Field(min_length=1)
-    situation: str
-    task: str
-    action: str
-    result: str
+    trace_record_id: Id
+    about: Id
+    situation: OptText
+    task: OptText
+    action: OptText
+    result: OptText
     outcome: Literal["SUCCESS", "FAILURE", "PARTIAL"]
 
 
@@ -161,17 +186,17 @@ def aggregate_id(envelope_type: str, payload: WireModel, claw_id: str) -> str:
 class Envelope(WireModel):
     """A typed, signed envelope: the header of seed 004 plus the type's payload."""
 
-    schema_version: int = Field(ge=1)
+    schema_version: Int = Field(ge=1)
     type: EnvelopeType
-    event_id: str
-    trace_id: str
-    timestamp: int
-    idempotency_key: str
-    claw_id: str
-    instance_id: str
-    tenant: str
-    key_id: str
-    signature: bytes = b""
+    event_id: Id
+    trace_id: Id
+    timestamp: Long
+    idempotency_key: Id
+    claw_id: Id
+    instance_id: Id
+    tenant: Id
+    key_id: Id
+    signature: bytes = Field(default=b"", max_length=512)
     payload: Payload
 
     @model_validator(mode="before")

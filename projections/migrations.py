@@ -62,6 +62,48 @@ _GOVERNANCE_STATE = [
 ]
 
 
+# The one stream runtime (streams/): every processor's outbox, publish marks and progress;
+# processing failures of every processor (not only projectors) in one table; the gate's
+# stores as migrations rather than ad-hoc DDL. Claim keys become SHA-256 digests (bounded,
+# never NUL), rewritten in place so claims made before the upgrade still hold.
+_STREAM_RUNTIME = [
+    "ALTER TABLE hivemem.projection_failures RENAME TO processing_failures",
+    "ALTER TABLE hivemem.processing_failures RENAME COLUMN consumer TO processor",
+    "ALTER TABLE hivemem.processing_failures ADD COLUMN reference text",
+    """CREATE TABLE hivemem.outbox (
+        processor text NOT NULL, seq bigserial NOT NULL, topic text NOT NULL, partition int NOT NULL,
+        key bytea, value bytea NOT NULL, headers bytea[] NOT NULL DEFAULT '{}',
+        PRIMARY KEY (processor, seq))""",
+    """CREATE TABLE hivemem.publish_marks (
+        processor text NOT NULL, topic text NOT NULL, partition int NOT NULL, from_offset bigint NOT NULL,
+        PRIMARY KEY (processor, topic, partition))""",
+    # Liveness: each processor's loop writes here (a heartbeat even when idle); /readyz reads it.
+    """CREATE TABLE hivemem.processor_progress (
+        processor text PRIMARY KEY, pid int, state text NOT NULL, detail text,
+        heartbeat_at timestamptz NOT NULL, last_batch_at timestamptz, lag bigint NOT NULL DEFAULT 0,
+        records bigint NOT NULL DEFAULT 0, refused bigint NOT NULL DEFAULT 0)""",
+    f"GRANT SELECT ON hivemem.processor_progress TO {APP_ROLE}",
+    # Unsent governance outputs move to the shared outbox.
+    """INSERT INTO hivemem.outbox (processor, topic, partition, key, value)
+       SELECT 'governance-processor', topic, partition, key, value FROM govproc.outbox WHERE NOT sent ORDER BY seq""",
+    "DROP TABLE govproc.outbox",
+    "DROP TABLE govproc.publish_marks",
+    "CREATE SCHEMA IF NOT EXISTS gate",
+    """CREATE TABLE IF NOT EXISTS gate.claims (
+        kind text NOT NULL, key text NOT NULL, topic text NOT NULL, partition int NOT NULL,
+        "offset" bigint NOT NULL, log_time bigint NOT NULL, PRIMARY KEY (kind, key))""",
+    "CREATE INDEX IF NOT EXISTS claims_replay_time ON gate.claims (log_time) WHERE kind = 'replay'",
+    "UPDATE gate.claims SET key = encode(sha256(convert_to(key, 'UTF8')), 'hex')",
+    """CREATE TABLE IF NOT EXISTS gate.claw_keys (
+        tenant text NOT NULL, claw_id text NOT NULL, key_id text NOT NULL, public_key bytea NOT NULL,
+        registered_at bigint NOT NULL, retired_at bigint, revoked_at bigint,
+        PRIMARY KEY (tenant, claw_id, key_id))""",
+    # One text form for a log position (topic:partition:offset) in read-model keys too.
+    "UPDATE governance.votes SET source = regexp_replace(source, '/([0-9]+)/([0-9]+)$', ':\\1:\\2')",
+    "UPDATE governance.refusals SET source = regexp_replace(source, '/([0-9]+)/([0-9]+)$', ':\\1:\\2')",
+]
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (1, "base", lambda: _BASE),
     (2, "claws read model", lambda: ClawsProjection().ddl("claws")),
@@ -76,6 +118,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (6, "audit stage", lambda: ["ALTER TABLE audit.events ADD COLUMN IF NOT EXISTS stage text"]),
     (7, "governance processor state", lambda: _GOVERNANCE_STATE),
     (8, "governance read model", lambda: GovernanceProjection().ddl("governance")),
+    (9, "one stream runtime", lambda: _STREAM_RUNTIME),
 ]  # fmt: skip
 
 
