@@ -43,13 +43,13 @@ def heartbeat(claws: list[ClawClient]) -> None:
 
 
 def progress(db: str) -> tuple[int, int]:
-    """(accepted votes the governance processor has folded, decisions it has published)."""
+    """(accepted votes the governance processor has folded, decisions that reached the read model)."""
     with psycopg.connect(db, autocommit=True) as conn:
         folded = conn.execute(
             "SELECT coalesce(sum(next_offset), 0) FROM hivemem.projection_offsets "
             "WHERE consumer = 'governance-processor' AND topic LIKE '%accepted.vote'"
         ).fetchone()
-        sent = conn.execute("SELECT count(*) FROM govproc.outbox WHERE sent AND topic LIKE '%decision'").fetchone()
+        sent = conn.execute("SELECT count(*) FROM governance.decisions").fetchone()
     return int(str(folded[0])) if folded else 0, int(str(sent[0])) if sent else 0
 
 

@@ -128,9 +128,19 @@ def decode_record(data: bytes, reg: SchemaRegistry | None = None) -> Decoded:
     return Decoded(sv, writer_record, record)
 
 
-def signing_bytes(decoded: Decoded) -> bytes:
-    """The bytes a signature covers: the record as written, with an empty signature."""
-    return encode_record(decoded.writer, {**decoded.writer_record, "signature": b""})
+def signing_bytes(writer: SchemaVersion, record: dict[str, Any]) -> bytes:
+    """The bytes a signature covers (the one definition, for signing and verifying): the whole
+    single-object encoding (magic, fingerprint, body) of the record as written with the writer
+    schema ``writer``, with the ``signature`` field set to empty bytes."""
+    return encode_record(writer, {**record, "signature": b""})
+
+
+def writer_schema(env: Envelope, reg: SchemaRegistry | None = None) -> SchemaVersion:
+    """The schema version ``env.schema_version`` names for its type."""
+    for sv in (reg or registry()).versions(env.type):
+        if sv.version == env.schema_version:
+            return sv
+    raise ContractError("SCHEMA_VERSION_MISMATCH", f"{env.type} has no schema version {env.schema_version}")
 
 
 def envelope_from_decoded(decoded: Decoded) -> Envelope:
@@ -143,8 +153,8 @@ def envelope_from_decoded(decoded: Decoded) -> Envelope:
 
 
 def encode_envelope(env: Envelope, reg: SchemaRegistry | None = None) -> bytes:
-    sv = (reg or registry()).latest(env.type)
-    return encode_record(sv, env.model_copy(update={"schema_version": sv.version}).to_wire())
+    """Encode with the schema version the envelope names (never silently another one)."""
+    return encode_record(writer_schema(env, reg), env.to_wire())
 
 
 def decode_envelope(data: bytes, reg: SchemaRegistry | None = None) -> Envelope:

@@ -243,4 +243,6 @@ class Rejection(WireModel):
     instance_id: str | None = None
     idempotency_key: str | None = None
     envelope_event_id: str | None = None
-    original: bytes = b""
+    original: bytes = b""  # at most the first 64 KiB of the refused record
+    original_size: int | None = None
+    original_sha256: str | None = None

@@ -18,6 +18,8 @@ import time
 import uuid
 from pathlib import Path
 
+from deploy.process import die_with_parent
+
 HERE = Path(__file__).resolve().parent / "kafka"
 LIBS = HERE / "target" / "libs"
 
@@ -134,8 +136,8 @@ class LocalKafka:
                                           "-c", str(cfg), "--ignore-formatted"),
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         log = open(self.dir / "broker.log", "ab")  # noqa: SIM115 - owned by the child process
-        self.proc = subprocess.Popen(self._java_cmd("kafka.Kafka", str(cfg)), stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        self.proc = subprocess.Popen(self._java_cmd("kafka.Kafka", str(cfg)), stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True, preexec_fn=die_with_parent)  # fmt: skip
         self._wait_ready(timeout)
         return self.bootstrap
 
@@ -166,6 +168,9 @@ class LocalKafka:
             self.proc.kill()
             self.proc.wait()
         self.proc = None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
         if self.proc is not None:

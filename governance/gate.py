@@ -5,7 +5,7 @@ signature, suspension, governance gate, self-loop, partition key). ``settle`` th
 the two stateful controls, replay prevention and idempotency, from claim owners: a claim
 is owned by the first source position that made it, so a record processed again after a
 crash finds its own claim and is accepted again with the same output (never DUPLICATE).
-``decide`` runs both over a batch against an in-memory ``GateState`` (tests, the driver).
+``processors.gate_core.GateCore`` runs both over a batch against a claim store.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
+from typing import Any
 
 from contracts.avro import ContractError, decode_record, envelope_from_decoded, signing_bytes
 from contracts.models import Envelope, Rejection
+from contracts.positions import LogPosition
 from contracts.topics import GOVERNED_TYPES, TopicNames, partition_key
 from governance.identity import KeyRefusal, KeyResolver, TenantPolicy
 
@@ -24,27 +26,23 @@ CLOCK_SKEW_MS = 300_000  # seed 000, 13.2: requests within +-300 s of server tim
 REPLAY_WINDOW_MS = 600_000  # seed 000, 13.2: replay tuples kept 10 minutes
 REQUIRED_HEADER = ("type", "eventId", "traceId", "idempotencyKey", "clawId", "instanceId",
                    "tenant", "keyId")  # fmt: skip
+# A rejection must always fit in a Kafka record and a Postgres row, whatever it refuses.
+ORIGINAL_LIMIT = 64 * 1024  # bytes of the refused record kept in the rejection
+META_LIMIT = 256  # characters of each header field copied into the rejection
+DETAIL_LIMIT = 1_000
 _ID_NAMESPACE = uuid.UUID("5b0c8f0e-7d0a-4c58-9d1e-2f43a1f6c7a1")
 
-
-@dataclass(frozen=True, order=True)
-class Position:
-    topic: str
-    partition: int
-    offset: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}/{self.partition}/{self.offset}"
+Position = LogPosition
 
 
-def derived_event_id(pos: Position) -> str:
+def derived_event_id(pos: LogPosition) -> str:
     """Deterministic id of an output derived from one input record."""
     return str(uuid.uuid5(_ID_NAMESPACE, str(pos)))
 
 
 @dataclass(frozen=True)
 class InboundRecord:
-    position: Position
+    position: LogPosition
     log_time: int  # broker append time, ms: the gate's notion of "server time"
     key: bytes | None
     value: bytes | None
@@ -53,7 +51,49 @@ class InboundRecord:
 @dataclass(frozen=True)
 class Claim:
     kind: str  # "replay" | "idem"
-    key: str
+    key: str  # SHA-256 hex of what is claimed: bounded, whatever the envelope carries
+
+    @classmethod
+    def of(cls, kind: str, *parts: str) -> Claim:
+        return cls(kind, hashlib.sha256("|".join(parts).encode()).hexdigest())
+
+
+def bounded(value: object, limit: int = META_LIMIT) -> str | None:
+    """A header value safe to copy into a rejection: text, no NUL, at most ``limit`` characters."""
+    if value is None:
+        return None
+    text = str(value).replace("\x00", "\ufffd")
+    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates become '?'
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+@dataclass(frozen=True)
+class RecordMeta:
+    """What a rejection tells about the refused envelope, as far as it could be read."""
+
+    tenant: str | None = None
+    type: str | None = None
+    trace_id: str | None = None
+    claw_id: str | None = None
+    instance_id: str | None = None
+    idempotency_key: str | None = None
+    event_id: str | None = None
+
+    @classmethod
+    def of_envelope(cls, env: Envelope) -> RecordMeta:
+        return cls(env.tenant, env.type, env.trace_id, env.claw_id, env.instance_id, env.idempotency_key,
+                   env.event_id)  # fmt: skip
+
+    @classmethod
+    def of_raw(cls, raw: Mapping[str, Any]) -> RecordMeta:
+        """Best effort, from a record that decoded but may not validate: every field bounded."""
+
+        def text(name: str) -> str | None:
+            v = raw.get(name)
+            return bounded(v) if isinstance(v, str) and v else None
+
+        return cls(text("tenant"), text("type"), text("traceId"), text("clawId"), text("instanceId"),
+                   text("idempotencyKey"), text("eventId"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -68,7 +108,7 @@ class Reject:
     record: InboundRecord
     code: str
     detail: str
-    envelope: Envelope | None = None
+    meta: RecordMeta | None = None
 
 
 Verdict = Accept | Reject
@@ -84,8 +124,9 @@ class GateConfig:
     processor: str = "gate"
 
 
-def _reject(rec: InboundRecord, code: str, detail: str, env: Envelope | None = None) -> Reject:
-    return Reject(rec, code, detail, env)
+def _reject(rec: InboundRecord, code: str, detail: str, env: Envelope | RecordMeta | None = None) -> Reject:
+    meta = RecordMeta.of_envelope(env) if isinstance(env, Envelope) else env
+    return Reject(rec, code, detail, meta)
 
 
 def check(rec: InboundRecord, cfg: GateConfig) -> Verdict:
@@ -98,21 +139,22 @@ def check(rec: InboundRecord, cfg: GateConfig) -> Verdict:
     except ContractError as exc:
         return _reject(rec, exc.code, exc.detail)
     raw = decoded.record
+    meta = RecordMeta.of_raw(raw)  # kept on every refusal below, so its trace can be followed
     if decoded.writer.family != expected_type or raw.get("type") != expected_type:
-        found = f"{decoded.writer.family}/{raw.get('type')}"
-        return _reject(rec, "TYPE_MISMATCH", f"topic carries {expected_type}, record is {found}")
+        found = f"{decoded.writer.family}/{bounded(raw.get('type'), 40)}"
+        return _reject(rec, "TYPE_MISMATCH", f"topic carries {expected_type}, record is {found}", meta)
     if raw.get("schemaVersion") != decoded.writer.version:
-        detail = f"schemaVersion {raw.get('schemaVersion')} but written with v{decoded.writer.version}"
-        return _reject(rec, "SCHEMA_VERSION_MISMATCH", detail)
+        detail = f"schemaVersion {bounded(raw.get('schemaVersion'), 20)} but written with v{decoded.writer.version}"
+        return _reject(rec, "SCHEMA_VERSION_MISMATCH", detail, meta)
     for name in REQUIRED_HEADER:
         if not raw.get(name):
-            return _reject(rec, "MISSING_FIELD", f"required header field {name} is empty")
+            return _reject(rec, "MISSING_FIELD", f"required header field {name} is empty", meta)
     if not raw.get("signature"):
-        return _reject(rec, "MISSING_FIELD", "required header field signature is empty")
+        return _reject(rec, "MISSING_FIELD", "required header field signature is empty", meta)
     try:
         env = envelope_from_decoded(decoded)
     except ContractError as exc:
-        return _reject(rec, exc.code, exc.detail)
+        return _reject(rec, exc.code, exc.detail, meta)
     policy = cfg.tenants.get(env.tenant)
     if policy is None:
         return _reject(rec, "UNKNOWN_TENANT", f"tenant {env.tenant!r} is not configured", env)
@@ -126,7 +168,7 @@ def check(rec: InboundRecord, cfg: GateConfig) -> Verdict:
         return _reject(rec, "UNKNOWN_KEY", f"no key {env.key_id!r} for claw {env.claw_id}", env)
     if isinstance(verifier, KeyRefusal):
         return _reject(rec, verifier.code, verifier.detail, env)
-    if not verifier.verify(signing_bytes(decoded), env.signature):
+    if not verifier.verify(signing_bytes(decoded.writer, decoded.writer_record), env.signature):
         return _reject(rec, "BAD_SIGNATURE", "signature does not verify", env)
     if env.claw_id in policy.suspended_claws:
         return _reject(rec, "CLAW_SUSPENDED", f"claw {env.claw_id} is suspended", env)
@@ -136,8 +178,8 @@ def check(rec: InboundRecord, cfg: GateConfig) -> Verdict:
         return _reject(rec, "KEY_MISMATCH", "message key is not tenant/aggregate of the payload", env)
     body_hash = hashlib.sha256(rec.value).hexdigest()
     claims = (
-        Claim("replay", f"{env.tenant}|{env.claw_id}|{env.timestamp}|{body_hash}"),
-        Claim("idem", f"{env.tenant}|{env.idempotency_key}"),
+        Claim.of("replay", env.tenant, env.claw_id, str(env.timestamp), body_hash),
+        Claim.of("idem", env.tenant, env.idempotency_key),
     )
     return Accept(rec, env, claims)
 
@@ -169,40 +211,29 @@ def first_claims(verdicts: Iterable[Verdict]) -> dict[Claim, Position]:
     return wanted
 
 
-@dataclass
-class GateState:
-    """Claim owners, the gate's only state. The durable twin is a ClaimStore."""
-
-    owners: dict[Claim, Position] = field(default_factory=dict)
-
-
-def decide(state: GateState, batch: list[InboundRecord], cfg: GateConfig) -> tuple[GateState, list[Verdict]]:
-    verdicts = [check(r, cfg) for r in batch]
-    owners = dict(state.owners)
-    for claim, pos in first_claims(verdicts).items():
-        owners.setdefault(claim, pos)
-    settled = [settle(v, owners) for v in verdicts]
-    return replace(state, owners=owners), settled
-
-
 def rejection(verdict: Reject, processor: str) -> Rejection:
-    env = verdict.envelope
+    """The rejection record of a refused inbound record; it always fits (bounded fields, and
+    of an oversized original only a slice, with the whole record's size and SHA-256)."""
+    m = verdict.meta or RecordMeta()
     rec = verdict.record
+    original = rec.value or b""
     return Rejection(
         event_id=derived_event_id(rec.position),
         reason_code=verdict.code,
-        detail=verdict.detail,
+        detail=bounded(verdict.detail, DETAIL_LIMIT) or "",
         processor=processor,
         source_topic=rec.position.topic,
         source_partition=rec.position.partition,
         source_offset=rec.position.offset,
         log_time=rec.log_time,
-        tenant=env.tenant if env else None,
-        type=env.type if env else None,
-        trace_id=env.trace_id if env else None,
-        claw_id=env.claw_id if env else None,
-        instance_id=env.instance_id if env else None,
-        idempotency_key=env.idempotency_key if env else None,
-        envelope_event_id=env.event_id if env else None,
-        original=rec.value or b"",
+        tenant=m.tenant,
+        type=m.type,
+        trace_id=m.trace_id,
+        claw_id=m.claw_id,
+        instance_id=m.instance_id,
+        idempotency_key=m.idempotency_key,
+        envelope_event_id=m.event_id,
+        original=original[:ORIGINAL_LIMIT],
+        original_size=len(original),
+        original_sha256=hashlib.sha256(original).hexdigest(),
     )

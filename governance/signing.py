@@ -12,7 +12,7 @@ from typing import Protocol
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from contracts.avro import ContractError, decode_record, encode_envelope, envelope_from_decoded, signing_bytes
+from contracts.avro import ContractError, decode_record, envelope_from_decoded, signing_bytes, writer_schema
 from contracts.models import Envelope
 from governance.identity import Verifier, hmac_sign
 from governance.keyring import ED25519_PREFIX, key_proof_message
@@ -56,8 +56,8 @@ class Ed25519Signer:
 
 
 def sign_envelope(env: Envelope, signer: Signer) -> Envelope:
-    unsigned = encode_envelope(env.model_copy(update={"key_id": signer.key_id, "signature": b""}))
-    return env.model_copy(update={"key_id": signer.key_id, "signature": signer.sign(unsigned)})
+    keyed = env.model_copy(update={"key_id": signer.key_id})
+    return keyed.model_copy(update={"signature": signer.sign(signing_bytes(writer_schema(keyed), keyed.to_wire()))})
 
 
 SYSTEM_CLAW = "hivemem-governance"  # the claw id HiveMem's governance processor writes as
@@ -68,6 +68,7 @@ def verify_system_output(data: bytes, verifier: Verifier) -> Envelope:
     bypass the gate, so a record written there by anyone else must not become shared truth."""
     decoded = decode_record(data)
     env = envelope_from_decoded(decoded)
-    if env.claw_id != SYSTEM_CLAW or not verifier.verify(signing_bytes(decoded), env.signature):
+    signed = signing_bytes(decoded.writer, decoded.writer_record)
+    if env.claw_id != SYSTEM_CLAW or not verifier.verify(signed, env.signature):
         raise ContractError("UNVERIFIED_OUTPUT", f"{env.type} {env.event_id} is not signed by {SYSTEM_CLAW}")
     return env

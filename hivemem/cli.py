@@ -14,18 +14,21 @@ from hivemem.settings import Settings
 console = Console()
 
 
+class Stopping(Exception):
+    """SIGTERM or SIGINT: unwind from wherever ``up`` is and stop every child."""
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from hivemem.demo import run_demo
     from hivemem.stack import Stack
 
     stack = Stack(Settings.from_env())
-    stopping = False
 
     def on_signal(*_: object) -> None:
-        nonlocal stopping
-        stopping = True
+        raise Stopping
 
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     try:
         with console.status("starting Kafka, PostgreSQL, processors, projectors and the API..."):
             stack.start_backends(say=console.print)
@@ -38,14 +41,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         if args.exit_after_demo:
             return 0 if ok else 1
         console.print("Serving until Ctrl-C.")
-        while not stopping:
+        while True:
             for name in stack.supervise_once():
                 console.print(f"[yellow]{name} exited; restarted[/yellow]")
             time.sleep(1)
-        return 0
-    except KeyboardInterrupt:
+    except (Stopping, KeyboardInterrupt):
         return 0
     finally:
+        # A second signal must not interrupt the shutdown itself.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         with console.status("stopping..."):
             stack.stop()
 

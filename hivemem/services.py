@@ -1,7 +1,9 @@
 """Long-running services, each its own process:
-``python -m hivemem.services gate|governance|projectors|api``.
+``python -m hivemem.services gate|governance|projectors [NAME...]|api``.
 
 They read ``HIVEMEM_KAFKA_BOOTSTRAP`` and ``HIVEMEM_DATABASE_URL``; ``hivemem up`` sets both.
+Every processor runs on the one stream runtime (``streams.runtime``). A service stops within
+a few seconds of SIGTERM or SIGINT, and when its parent (``hivemem up``) dies.
 """
 
 from __future__ import annotations
@@ -10,19 +12,23 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 
-from confluent_kafka import Producer
-
+from deploy.process import die_with_parent
 from governance.gate import GateConfig
 from governance.identity import DeploymentKeys
-from hivemem.kafka_topics import kafka_reachable
 from hivemem.settings import Settings
-from producers.claw_client import EnvelopePublisher, producer_config
-from projections.projector import Projector, Watermarks, stored_offsets
 from projections.read_models import Projection
 from projections.read_models.audit import AuditProjection
 from projections.read_models.claws import ClawsProjection
 from projections.read_models.governance import GovernanceProjection
+from streams.kafka import TP
+from streams.processor import Processor
+from streams.runtime import StreamRuntime
+
+# Every processor /readyz expects to see alive: the gate, the governance processor, each read model.
+PROCESSORS = ["gate", "governance-processor", "claws", "audit", "governance"]
+log = logging.getLogger("hivemem.services")
 
 
 def projections(settings: Settings) -> dict[str, Projection]:
@@ -35,17 +41,6 @@ def projections(settings: Settings) -> dict[str, Projection]:
     }
 
 
-def run_gate(settings: Settings) -> None:
-    import faust
-
-    from processors.gate_app import create_app
-
-    config = settings.load_config()
-    cfg = GateConfig(topics=settings.topics, tenants=config.tenants, keys=DeploymentKeys(config.tenants))
-    app = create_app(cfg, settings.require_kafka(), settings.require_database(), str(settings.home / "faust"))
-    faust.Worker(app, loglevel="WARNING", quiet=True).execute_from_commandline()
-
-
 def _stop_on_signals() -> threading.Event:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -53,37 +48,54 @@ def _stop_on_signals() -> threading.Event:
     return stop
 
 
-def run_governance(settings: Settings) -> None:
-    from processors.governance_app import GovernanceProcessor
-
-    config = settings.load_config()
-    proc = GovernanceProcessor(settings.voting(), settings.require_kafka(), settings.require_database(),
-                               settings.topics, config.system_signer())  # fmt: skip
-    proc.run(_stop_on_signals())
-
-
-def run_projectors(settings: Settings, only: list[str] | None = None) -> None:
+def run_processors(settings: Settings, processors: list[Processor]) -> None:
+    """Run processors on the stream runtime, one thread each, until a signal arrives."""
     stop = _stop_on_signals()
+    kafka, db = settings.require_kafka(), settings.require_database()
     threads = []
-    for name, projection in projections(settings).items():
-        if only and name not in only:
-            continue
-        p = Projector(projection, settings.require_kafka(), settings.require_database(), settings.topics)
-        t = threading.Thread(target=p.run, args=(stop,), name=f"projector-{name}", daemon=True)
+    for p in processors:
+        runtime = StreamRuntime(p, kafka, db)
+        t = threading.Thread(target=runtime.run, args=(stop,), name=f"stream-{p.name}", daemon=True)
         t.start()
         threads.append(t)
     while not stop.is_set() and all(t.is_alive() for t in threads):
         stop.wait(0.5)
+    if not stop.is_set():
+        log.error("a processor thread ended unexpectedly; exiting to be restarted")
     stop.set()
     for t in threads:
         t.join(10)
 
 
-def projection_lag(settings: Settings, watermarks: Watermarks) -> dict[str, int]:
+def gate_processor(settings: Settings) -> Processor:
+    from processors.gate_core import GateProcessor
+
+    config = settings.load_config()
+    return GateProcessor(GateConfig(topics=settings.topics, tenants=config.tenants,
+                                    keys=DeploymentKeys(config.tenants)))  # fmt: skip
+
+
+def governance_processor(settings: Settings) -> Processor:
+    from processors.governance_core import GovernanceProcessor
+
+    return GovernanceProcessor(settings.voting(), settings.topics, settings.load_config().system_signer())
+
+
+def projection_processors(settings: Settings, only: list[str] | None = None) -> list[Processor]:
+    from projections.projector import ProjectionProcessor
+
+    return [ProjectionProcessor(p, settings.topics) for name, p in projections(settings).items()
+            if not only or name in only]  # fmt: skip
+
+
+def projection_lag(settings: Settings, watermarks: Callable[[list[str]], dict[TP, int]]) -> dict[str, int]:
+    """Records each read model has not folded yet (end offsets minus stored offsets)."""
     import psycopg
 
+    from streams.offsets import stored_offsets
+
     out: dict[str, int] = {}
-    with psycopg.connect(settings.require_database(), autocommit=True) as conn:
+    with psycopg.connect(settings.require_database(), autocommit=True, connect_timeout=5) as conn:
         for name, projection in projections(settings).items():
             ends = watermarks(projection.topics(settings.topics))
             have = stored_offsets(conn, name)
@@ -93,8 +105,12 @@ def projection_lag(settings: Settings, watermarks: Watermarks) -> dict[str, int]
 
 def run_api(settings: Settings) -> None:
     import uvicorn
+    from confluent_kafka import Producer
 
+    from hivemem.kafka_topics import kafka_reachable
+    from producers.claw_client import EnvelopePublisher, producer_config
     from projections.api import ApiDeps, create_app
+    from streams.kafka import Watermarks
 
     config = settings.load_config()
     bootstrap = settings.require_kafka()
@@ -110,21 +126,22 @@ def run_api(settings: Settings) -> None:
         watermarks=watermarks,
         projection_topics={n: p.topics(settings.topics) for n, p in projections(settings).items()},
         presence_window_ms=int(settings.presence_window_s * 1000),
+        processors=list(PROCESSORS),
     )
     uvicorn.run(create_app(deps), host=settings.api_host, port=settings.api_port, log_level="warning")
 
 
 def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    die_with_parent()
     settings = Settings.from_env()
     which = argv[0] if argv else ""
     if which == "gate":
-        sys.argv = [sys.argv[0], "worker"]  # faust's Worker reads its own command line
-        run_gate(settings)
+        run_processors(settings, [gate_processor(settings)])
     elif which == "governance":
-        run_governance(settings)
+        run_processors(settings, [governance_processor(settings)])
     elif which == "projectors":
-        run_projectors(settings, argv[1:] or None)
+        run_processors(settings, projection_processors(settings, argv[1:] or None))
     elif which == "api":
         run_api(settings)
     else:

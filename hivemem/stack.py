@@ -38,7 +38,7 @@ class ServiceProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self, timeout: float = 15.0) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
         self.proc.terminate()
@@ -123,8 +123,11 @@ class Stack:
         raise RuntimeError("the API did not answer /healthz in time")
 
     def supervise_once(self) -> list[str]:
-        """Restart any service that died; return their names."""
+        """Restart the local broker or any service that died; return their names."""
         restarted = []
+        if self.kafka is not None and not self.kafka.alive():
+            self.kafka.start()
+            restarted.append("kafka")
         for name, svc in self.services.items():
             if not svc.alive():
                 svc.restarts += 1
@@ -133,6 +136,10 @@ class Stack:
         return restarted
 
     def stop(self) -> None:
+        # SIGTERM to every service at once, then wait: each stops within a few seconds.
+        for svc in self.services.values():
+            if svc.proc is not None and svc.proc.poll() is None:
+                svc.proc.terminate()
         for svc in reversed(list(self.services.values())):
             svc.stop()
         self.services.clear()

@@ -41,20 +41,6 @@ class InMemoryClaimStore:
         return len(old)
 
 
-_DDL = """
-CREATE SCHEMA IF NOT EXISTS gate;
-CREATE TABLE IF NOT EXISTS gate.claims (
-    kind text NOT NULL,
-    key text NOT NULL,
-    topic text NOT NULL,
-    partition int NOT NULL,
-    "offset" bigint NOT NULL,
-    log_time bigint NOT NULL,
-    PRIMARY KEY (kind, key)
-);
-CREATE INDEX IF NOT EXISTS claims_replay_time ON gate.claims (log_time) WHERE kind = 'replay';
-"""
-
 _INSERT = """
 INSERT INTO gate.claims (kind, key, topic, partition, "offset", log_time)
 SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::bigint[], %s::bigint[])
@@ -67,11 +53,12 @@ FROM gate.claims c JOIN unnest(%s::text[], %s::text[]) AS w(kind, key) USING (ki
 
 
 class PostgresClaimStore:
-    """Claims in ``gate.claims``; the primary key makes the first claimant the owner."""
+    """Claims in ``gate.claims`` (migration 9); the primary key makes the first claimant the
+    owner. Statements run on the given connection, so inside the stream runtime they are part
+    of the batch's transaction: claims commit together with the verdicts' outbox rows."""
 
-    def __init__(self, url: str) -> None:
-        self._conn = psycopg.connect(url, autocommit=True, prepare_threshold=None)
-        self._conn.execute(_DDL)
+    def __init__(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        self._conn = conn
 
     def claim(self, wanted: Mapping[Claim, Position], log_time: int) -> dict[Claim, Position]:
         if not wanted:
@@ -79,18 +66,13 @@ class PostgresClaimStore:
         items = sorted(wanted.items(), key=lambda kv: (kv[0].kind, kv[0].key))
         kinds = [c.kind for c, _ in items]
         keys = [c.key for c, _ in items]
-        with self._conn.transaction():
-            self._conn.execute(_INSERT, (kinds, keys, [p.topic for _, p in items],
-                                         [p.partition for _, p in items], [p.offset for _, p in items],
-                                         [log_time] * len(items)))  # fmt: skip
+        self._conn.execute(_INSERT, (kinds, keys, [p.topic for _, p in items], [p.partition for _, p in items],
+                                     [p.offset for _, p in items], [log_time] * len(items)))  # fmt: skip
         # A new statement sees our rows and any a concurrent gate committed first.
         rows = self._conn.execute(_OWNERS, (kinds, keys)).fetchall()
-        return {Claim(r[0], r[1]): Position(r[2], r[3], r[4]) for r in rows}
+        return {Claim(str(r[0]), str(r[1])): Position(str(r[2]), int(str(r[3])), int(str(r[4]))) for r in rows}
 
     def prune(self, now_log_time: int) -> int:
         cur = self._conn.execute("DELETE FROM gate.claims WHERE kind = 'replay' AND log_time < %s",
                                  (now_log_time - REPLAY_WINDOW_MS,))  # fmt: skip
         return cur.rowcount
-
-    def close(self) -> None:
-        self._conn.close()

@@ -1,9 +1,11 @@
-"""The gate's processing step, independent of the Kafka runtime that feeds it.
+"""The gate processor: inbound envelopes in, verdicts out.
 
 ``GateCore.process(batch)`` turns inbound records into output records: accepted envelopes
 go, bytes unchanged, to ``<prefix>accepted.<type>``; every refusal goes to ``<prefix>rejected``
 with its reason code. Outputs keep the inbound partition number, so per-key order holds.
-``GateDriver`` runs it without a broker (Kafka Streams' TopologyTestDriver, in small).
+``GateProcessor`` runs it on the stream runtime (claims and keys in the batch's Postgres
+transaction); ``GateDriver`` runs it without a broker (Kafka Streams' TopologyTestDriver,
+in small) on in-memory stores. Both run the same algorithm.
 
 ``identity`` records of a batch are judged first and their key changes stored before the
 rest is checked, so a key registered earlier in the batch already verifies later records.
@@ -13,13 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 
-from contracts.avro import encode_rejection
+from contracts.avro import ContractError, decode_record, encode_rejection
+from contracts.positions import LogPosition
 from governance.gate import (
     Accept,
     GateConfig,
     InboundRecord,
-    Position,
+    RecordMeta,
     Reject,
     Verdict,
     check,
@@ -28,11 +32,14 @@ from governance.gate import (
     settle,
 )
 from governance.keyring import Keys, identity_changes
-from processors.claim_store import ClaimStore, InMemoryClaimStore
-from processors.key_store import InMemoryKeyStore, KeyStore
-from processors.records import LOG_TIME_HEADER, SRC_HEADER, OutRecord
+from processors.claim_store import ClaimStore, InMemoryClaimStore, PostgresClaimStore
+from processors.key_store import InMemoryKeyStore, KeyStore, PostgresKeyStore
+from streams.offsets import Conn
+from streams.processor import PROCESSING_ERROR, Failure
+from streams.records import LOG_TIME_HEADER, SRC_HEADER, LogRecord, OutRecord
 
 PRUNE_EVERY = 200  # batches between prunes of expired replay claims
+NAME = "gate"
 
 
 class GateCore:
@@ -44,14 +51,14 @@ class GateCore:
         self.outcomes: Counter[str] = Counter()
         self._batches = 0
 
-    def process(self, batch: list[InboundRecord]) -> list[OutRecord]:
+    def process(self, batch: Sequence[InboundRecord]) -> list[OutRecord]:
         if not batch:
             return []
         latest = max(r.log_time for r in batch)
         identity = [r for r in batch if self.cfg.topics.type_of(r.position.topic) == "identity"]
         rest = [r for r in batch if self.cfg.topics.type_of(r.position.topic) != "identity"]
         verdicts = [self._apply_identity(v) for v in self._judge(identity, latest)] + self._judge(rest, latest)
-        outputs = [self._output(v) for v in verdicts]
+        outputs = [self.output(v) for v in verdicts]
         self._batches += 1
         if self._batches % PRUNE_EVERY == 0:
             self.store.prune(latest)
@@ -69,13 +76,13 @@ class GateCore:
             return verdict
         changes = identity_changes(verdict.envelope, verdict.record.log_time, self.keys)
         if not isinstance(changes, list):
-            return Reject(verdict.record, changes.code, changes.detail, verdict.envelope)
+            return Reject(verdict.record, changes.code, changes.detail, RecordMeta.of_envelope(verdict.envelope))
         self.keys.put(changes)
         return verdict
 
-    def _output(self, verdict: Accept | Reject) -> OutRecord:
+    def output(self, verdict: Accept | Reject) -> OutRecord:
         rec = verdict.record
-        headers = ((SRC_HEADER, str(rec.position).encode()), (LOG_TIME_HEADER, str(rec.log_time).encode()))
+        headers = ((SRC_HEADER, rec.position.encode()), (LOG_TIME_HEADER, str(rec.log_time).encode()))
         if isinstance(verdict, Accept):
             self.outcomes["ACCEPTED"] += 1
             assert rec.value is not None
@@ -86,8 +93,45 @@ class GateCore:
         return OutRecord(self.cfg.topics.rejected, rec.position.partition, rec.key, value, headers)
 
 
+def inbound(r: LogRecord) -> InboundRecord:
+    return InboundRecord(r.position, r.timestamp, r.key, r.value)
+
+
+def meta_of(value: bytes | None) -> RecordMeta | None:
+    """Header fields of a record, as far as they decode, for a refusal that still names its trace."""
+    try:
+        return RecordMeta.of_raw(decode_record(value or b"").record)
+    except (ContractError, AttributeError):
+        return None
+
+
+class GateProcessor:
+    """The gate on the stream runtime; its claims and keys live in the batch's transaction."""
+
+    name = NAME
+
+    def __init__(self, cfg: GateConfig) -> None:
+        self.cfg = cfg
+        self.core = GateCore(cfg, InMemoryClaimStore(), InMemoryKeyStore())
+
+    def input_topics(self) -> list[str]:
+        return self.cfg.topics.gate_inputs()
+
+    def open(self, conn: Conn) -> None:
+        outcomes = self.core.outcomes
+        self.core = GateCore(self.cfg, PostgresClaimStore(conn), PostgresKeyStore(conn))
+        self.core.outcomes = outcomes
+
+    def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
+        return self.core.process([inbound(r) for r in records])
+
+    def refuse(self, failure: Failure) -> list[OutRecord]:
+        rec = inbound(failure.record)
+        return [self.core.output(Reject(rec, PROCESSING_ERROR, failure.detail, meta_of(rec.value)))]
+
+
 class GateDriver:
-    """Feed records through the gate with an in-memory store; collect what it emits."""
+    """Feed records through the gate with in-memory stores; collect what it emits."""
 
     def __init__(self, cfg: GateConfig) -> None:
         self.core = GateCore(cfg, InMemoryClaimStore(), InMemoryKeyStore())
@@ -102,7 +146,11 @@ class GateDriver:
         for topic, key, value, log_time, partition in items:
             off = self._offsets[(topic, partition)]
             self._offsets[(topic, partition)] += 1
-            batch.append(InboundRecord(Position(topic, partition, off), log_time, key, value))
+            batch.append(InboundRecord(LogPosition(topic, partition, off), log_time, key, value))
+        return self.redeliver(batch)
+
+    def redeliver(self, batch: list[InboundRecord]) -> list[OutRecord]:
+        """Process records again at their positions (as after a crash before the commit)."""
         out = self.core.process(batch)
         self.emitted += out
         return out

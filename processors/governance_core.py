@@ -1,9 +1,12 @@
-"""The governance processor's step: accepted records in, encoded outputs out.
+"""The governance processor: accepted presence, proposals and votes in; decisions, facts
+and refusals out.
 
-Wraps the pure rules (``governance.voting``) with decoding and encoding. Outputs are
-deterministic: a decision's eventId derives from its proposal, a fact's from its key and
-version, a refusal's from the refused record's position, and the envelopes are signed with
-the processor's own (deterministic HMAC) key. A redone step therefore yields the same bytes.
+``GovernanceCore`` wraps the pure rules (``governance.voting``) with decoding and encoding.
+Outputs are deterministic: a decision's eventId derives from its proposal, a fact's from its
+key and version, a refusal's from the refused record's position, and the envelopes are signed
+with the processor's own (deterministic HMAC) key, so a redone step yields the same bytes.
+``GovernanceProcessor`` runs it on the stream runtime with its state in Postgres;
+``GovernanceDriver`` runs the same code without a broker on the in-memory store.
 """
 
 from __future__ import annotations
@@ -11,17 +14,24 @@ from __future__ import annotations
 import logging
 import uuid
 import zlib
+from collections import Counter
+from collections.abc import Sequence
 
-from contracts.avro import ContractError, decode_envelope, encode_envelope, encode_rejection, registry
+from contracts.avro import decode_envelope, encode_envelope, encode_rejection, registry
 from contracts.models import DecisionPayload, Envelope, FactPayload, Rejection
+from contracts.positions import LogPosition
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames, partition_key
-from governance.gate import Position, derived_event_id
+from governance.gate import RecordMeta, bounded, derived_event_id
 from governance.signing import SYSTEM_CLAW, Signer, sign_envelope
-from governance.voting import DecisionOut, FactOut, GovernanceState, Output, Ref, Refusal
-from processors.governance_store import NewOutput
-from projections.log_records import LogRecord
+from governance.voting import DecisionOut, FactOut, GovernanceState, Output, Ref, Refusal, VotingConfig
+from processors.gate_core import meta_of
+from processors.governance_store import GovernanceStore, InMemoryGovernanceStore, PostgresGovernanceStore
+from streams.offsets import Conn
+from streams.processor import PROCESSING_ERROR, Failure
+from streams.records import LogRecord, OutRecord
 
-PROCESSOR = "governance"
+PROCESSOR = "governance"  # the stage named in its refusals
+NAME = "governance-processor"  # its offsets, outbox, lock and progress; the read model is "governance"
 INPUT_TYPES = ("presence", "proposal", "vote")  # also the order a batch is applied in
 _NS = uuid.UUID("0f7f1f64-4a8e-4c1b-9a55-3d0c7f4e2b11")
 log = logging.getLogger("hivemem.governance")
@@ -39,23 +49,21 @@ class GovernanceCore:
     def input_topics(self) -> list[str]:
         return [self.names.accepted(t) for t in INPUT_TYPES]
 
-    def apply(self, gs: GovernanceState, records: list[LogRecord]) -> list[NewOutput]:
+    def apply(self, gs: GovernanceState, records: Sequence[LogRecord]) -> list[OutRecord]:
         rank = {self.names.accepted(t): i for i, t in enumerate(INPUT_TYPES)}
         ordered = sorted(records, key=lambda r: (rank.get(r.topic, 9), r.log_time(), r.topic, r.partition, r.offset))
         outs: list[Output] = []
         for rec in ordered:
-            try:
-                env = decode_envelope(rec.value or b"")
-            except ContractError as exc:  # the gate lets nothing like this through
-                log.error("skipping undecodable record %s/%d/%d: %s", rec.topic, rec.partition, rec.offset, exc)
-                continue
+            # The gate lets nothing undecodable through; if it happens, the runtime refuses the
+            # record with PROCESSING_ERROR rather than skipping it.
+            env = decode_envelope(rec.value or b"")
             outs += gs.apply(env, Ref.of(env, rec.topic, rec.partition, rec.offset, rec.log_time()))
         return [self.encode(o) for o in outs]
 
-    def tick(self, gs: GovernanceState, now_ms: int) -> list[NewOutput]:
+    def tick(self, gs: GovernanceState, now_ms: int) -> list[OutRecord]:
         return [self.encode(o) for o in gs.tick(now_ms)]
 
-    def encode(self, o: Output) -> NewOutput:
+    def encode(self, o: Output) -> OutRecord:
         if isinstance(o, Refusal):
             return self._refusal(o)
         if isinstance(o, DecisionOut):
@@ -66,7 +74,7 @@ class GovernanceCore:
             env = self._envelope("fact", o.tenant, o.trace_id, o.payload.valid_from,
                                  f"fact:{o.payload.fact_key}:v{o.payload.version}", o.payload)  # fmt: skip
         key = partition_key(env.tenant, env.aggregate)
-        return NewOutput(env.event_id, self.names.inbound(env.type), output_partition(key), key, encode_envelope(env))
+        return OutRecord(self.names.inbound(env.type), output_partition(key), key, encode_envelope(env))
 
     def _envelope(self, kind: str, tenant: str, trace_id: str, at: int, idem: str,
                   payload: DecisionPayload | FactPayload) -> Envelope:  # fmt: skip
@@ -76,13 +84,75 @@ class GovernanceCore:
                        key_id=self.signer.key_id, payload=payload)  # fmt: skip
         return sign_envelope(env, self.signer)
 
-    def _refusal(self, o: Refusal) -> NewOutput:
+    def _refusal(self, o: Refusal) -> OutRecord:
         r = o.ref
-        event_id = derived_event_id(Position(r.topic, r.partition, r.offset))
+        event_id = derived_event_id(LogPosition(r.topic, r.partition, r.offset))
         rej = Rejection(event_id=event_id, reason_code=o.code, detail=o.detail, processor=PROCESSOR,
                         source_topic=r.topic, source_partition=r.partition, source_offset=r.offset,
                         log_time=r.log_time, tenant=r.tenant, type=r.type, trace_id=r.trace_id, claw_id=r.claw_id,
                         instance_id=r.instance_id, idempotency_key=r.idempotency_key,
                         envelope_event_id=r.event_id)  # fmt: skip
         key = f"{r.tenant}/{r.type}:{r.event_id}".encode()
-        return NewOutput(event_id, self.names.rejected, r.partition, key, encode_rejection(rej))
+        return OutRecord(self.names.rejected, r.partition, key, encode_rejection(rej))
+
+    def failed(self, failure: Failure) -> OutRecord:
+        """PROCESSING_ERROR for an accepted record the rules could not take (a bug, never silent)."""
+        rec = failure.record
+        m = meta_of(rec.value) or RecordMeta()
+        rej = Rejection(event_id=derived_event_id(rec.position), reason_code=PROCESSING_ERROR,
+                        detail=bounded(failure.detail, 1000) or "", processor=PROCESSOR, source_topic=rec.topic,
+                        source_partition=rec.partition, source_offset=rec.offset, log_time=rec.log_time(),
+                        tenant=m.tenant, type=m.type, trace_id=m.trace_id, claw_id=m.claw_id,
+                        instance_id=m.instance_id, idempotency_key=m.idempotency_key,
+                        envelope_event_id=m.event_id)  # fmt: skip
+        key = f"{m.tenant}/{m.type}:{m.event_id}".encode()
+        return OutRecord(self.names.rejected, rec.partition, key, encode_rejection(rej))
+
+
+class GovernanceProcessor:
+    """The governance step on the stream runtime: state in ``govproc`` (the batch's transaction)."""
+
+    name = NAME
+
+    def __init__(self, cfg: VotingConfig, names: TopicNames, signer: Signer,
+                 store: GovernanceStore | None = None) -> None:  # fmt: skip
+        self.cfg = cfg
+        self.core = GovernanceCore(names, signer)
+        self.store: GovernanceStore = store or InMemoryGovernanceStore()
+        self.state = self.store.load(cfg)
+        self.outcomes: Counter[str] = Counter()
+
+    def input_topics(self) -> list[str]:
+        return self.core.input_topics()
+
+    def open(self, conn: Conn) -> None:
+        self.store = PostgresGovernanceStore(conn)
+        self.state = self.store.load(self.cfg)
+
+    def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
+        outputs = self.core.apply(self.state, records) + self.core.tick(self.state, now_ms)
+        self.store.save(self.state)
+        return outputs
+
+    def refuse(self, failure: Failure) -> list[OutRecord]:
+        return [self.core.failed(failure)]
+
+
+class GovernanceDriver:
+    """Run the governance processor without a broker or a database; collect its outputs."""
+
+    def __init__(self, cfg: VotingConfig, names: TopicNames, signer: Signer) -> None:
+        self.processor = GovernanceProcessor(cfg, names, signer, InMemoryGovernanceStore())
+        self.emitted: list[OutRecord] = []
+        self._offsets: Counter[tuple[str, int]] = Counter()
+
+    def pipe(self, topic: str, value: bytes, log_time: int, now_ms: int, partition: int = 0) -> list[OutRecord]:
+        off = self._offsets[(topic, partition)]
+        self._offsets[(topic, partition)] += 1
+        out = self.processor.process([LogRecord(topic, partition, off, log_time, None, value)], now_ms)
+        self.emitted += out
+        return out
+
+    def restart(self) -> None:
+        """Forget the in-memory state and reload it from the store (as after a crash)."""
+        self.processor.state = self.processor.store.load(self.processor.cfg)

@@ -1,104 +1,92 @@
-"""The governance processor's durable state, in Postgres schema ``govproc``.
+"""The governance processor's durable state: proposals with their ballots, presence, fact versions.
 
-One transaction per batch writes what the batch changed (proposals, presence, fact versions),
-the outputs it produced (the outbox) and the input offsets it consumed. So after a crash
-the processor resumes from exactly the state that matches its offsets, and every output it
-decided on is in the outbox, sent or not. The tables are made by migration 7
-(``projections.migrations``).
+Modelled on eventsourcing's recorders: one interface, an in-memory backend (the driver and
+pure tests) and a Postgres backend (schema ``govproc``, migration 7), one contract suite run
+against both (tests/unit/test_governance_store_contract.py). The Postgres store writes on
+the runtime's connection, so a batch's state, outputs and input offsets commit together.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import Protocol
 
 import psycopg
 
 from governance.quorum import Heartbeat
 from governance.voting import GovernanceState, ProposalState, VotingConfig
-from projections.log_records import LogRecord
-from projections.projector import store_offsets
-
-Conn = psycopg.Connection[tuple[object, ...]]
 
 
-@dataclass(frozen=True)
-class OutboxRow:
-    seq: int
-    event_id: str
-    topic: str
-    partition: int
-    key: bytes | None
-    value: bytes
+class GovernanceStore(Protocol):
+    def load(self, cfg: VotingConfig) -> GovernanceState:
+        """The state as last saved (nothing dirty)."""
+        ...
+
+    def save(self, gs: GovernanceState) -> None:
+        """Write what ``gs`` marks dirty, then clear the marks."""
+        ...
 
 
-@dataclass(frozen=True)
-class NewOutput:
-    event_id: str
-    topic: str
-    partition: int
-    key: bytes | None
-    value: bytes
+class InMemoryGovernanceStore:
+    def __init__(self) -> None:
+        self._proposals: dict[tuple[str, str], str] = {}  # JSON, so nothing is shared with a live state
+        self._presence: dict[tuple[str, str], Heartbeat] = {}
+        self._facts: dict[tuple[str, str], int] = {}
+
+    def load(self, cfg: VotingConfig) -> GovernanceState:
+        gs = GovernanceState(cfg)
+        for raw in self._proposals.values():
+            gs.restore_proposal(ProposalState.model_validate_json(raw))
+        for (tenant, claw), hb in self._presence.items():
+            gs.restore_presence(tenant, claw, hb)
+        for (tenant, key), version in self._facts.items():
+            gs.restore_fact(tenant, key, version)
+        gs.clear_dirty()
+        return gs
+
+    def save(self, gs: GovernanceState) -> None:
+        for k in gs.dirty_proposals:
+            self._proposals[k] = gs.proposals[k].model_dump_json()
+        for t, c in gs.dirty_presence:
+            self._presence[(t, c)] = gs.presence[t][c]
+        for k in gs.dirty_facts:
+            self._facts[k] = gs.facts[k]
+        gs.clear_dirty()
 
 
-def load_state(conn: Conn, cfg: VotingConfig) -> GovernanceState:
-    gs = GovernanceState(cfg)
-    for (state,) in conn.execute("SELECT state FROM govproc.proposals"):
-        gs.restore_proposal(ProposalState.model_validate(state))
-    for tenant, claw, last_seen, ok in conn.execute("SELECT tenant, claw_id, last_seen, ok FROM govproc.presence"):
-        gs.restore_presence(str(tenant), str(claw), Heartbeat(int(str(last_seen)), bool(ok)))
-    for tenant, key, version in conn.execute("SELECT tenant, fact_key, version FROM govproc.facts"):
-        gs.restore_fact(str(tenant), str(key), int(str(version)))
-    gs.clear_dirty()
-    return gs
+class PostgresGovernanceStore:
+    def __init__(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        self._conn = conn
 
+    def load(self, cfg: VotingConfig) -> GovernanceState:
+        gs = GovernanceState(cfg)
+        conn = self._conn
+        for (state,) in conn.execute("SELECT state FROM govproc.proposals"):
+            gs.restore_proposal(ProposalState.model_validate(state))
+        for tenant, claw, last_seen, ok in conn.execute("SELECT tenant, claw_id, last_seen, ok FROM govproc.presence"):
+            gs.restore_presence(str(tenant), str(claw), Heartbeat(int(str(last_seen)), bool(ok)))
+        for tenant, key, version in conn.execute("SELECT tenant, fact_key, version FROM govproc.facts"):
+            gs.restore_fact(str(tenant), str(key), int(str(version)))
+        gs.clear_dirty()
+        return gs
 
-def save_batch(cur: psycopg.Cursor[tuple[object, ...]], gs: GovernanceState, outputs: Iterable[NewOutput],
-               consumer: str, records: list[LogRecord]) -> None:  # fmt: skip
-    """Everything one batch changed, in the caller's transaction."""
-    if gs.dirty_proposals:
-        cur.executemany(
-            "INSERT INTO govproc.proposals (tenant, proposal_id, state) VALUES (%s, %s, %s) "
-            "ON CONFLICT (tenant, proposal_id) DO UPDATE SET state = excluded.state",
-            [(t, p, gs.proposals[(t, p)].model_dump_json()) for t, p in sorted(gs.dirty_proposals)],
-        )
-    if gs.dirty_presence:
-        cur.executemany(
-            "INSERT INTO govproc.presence (tenant, claw_id, last_seen, ok) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (tenant, claw_id) DO UPDATE SET last_seen = excluded.last_seen, ok = excluded.ok",
-            [(t, c, gs.presence[t][c].last_seen, gs.presence[t][c].ok) for t, c in sorted(gs.dirty_presence)],
-        )
-    if gs.dirty_facts:
-        cur.executemany(
-            "INSERT INTO govproc.facts (tenant, fact_key, version) VALUES (%s, %s, %s) "
-            "ON CONFLICT (tenant, fact_key) DO UPDATE SET version = excluded.version",
-            [(t, k, gs.facts[(t, k)]) for t, k in sorted(gs.dirty_facts)],
-        )
-    cur.executemany(
-        "INSERT INTO govproc.outbox (event_id, topic, partition, key, value) VALUES (%s, %s, %s, %s, %s)",
-        [(o.event_id, o.topic, o.partition, o.key, o.value) for o in outputs],
-    )
-    store_offsets(cur, consumer, records)
-
-
-def unsent(conn: Conn, limit: int = 5000) -> list[OutboxRow]:
-    rows = conn.execute("SELECT seq, event_id, topic, partition, key, value FROM govproc.outbox WHERE NOT sent "
-                        "ORDER BY seq LIMIT %s", (limit,)).fetchall()  # fmt: skip
-    return [OutboxRow(int(str(r[0])), str(r[1]), str(r[2]), int(str(r[3])), r[4], r[5]) for r in rows]  # type: ignore[arg-type]
-
-
-def mark_sent(conn: Conn, seqs: list[int]) -> None:
-    conn.execute("UPDATE govproc.outbox SET sent = true WHERE seq = ANY(%s)", (seqs,))
-
-
-def set_marks(conn: Conn, marks: dict[tuple[str, int], int]) -> None:
-    with conn.transaction():
-        conn.execute("DELETE FROM govproc.publish_marks")
-        with conn.cursor() as cur:
-            cur.executemany("INSERT INTO govproc.publish_marks (topic, partition, from_offset) VALUES (%s, %s, %s)",
-                            [(t, p, o) for (t, p), o in marks.items()])  # fmt: skip
-
-
-def get_marks(conn: Conn) -> dict[tuple[str, int], int]:
-    rows = conn.execute("SELECT topic, partition, from_offset FROM govproc.publish_marks").fetchall()
-    return {(str(r[0]), int(str(r[1]))): int(str(r[2])) for r in rows}
+    def save(self, gs: GovernanceState) -> None:
+        with self._conn.cursor() as cur:
+            if gs.dirty_proposals:
+                cur.executemany(
+                    "INSERT INTO govproc.proposals (tenant, proposal_id, state) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (tenant, proposal_id) DO UPDATE SET state = excluded.state",
+                    [(t, p, gs.proposals[(t, p)].model_dump_json()) for t, p in sorted(gs.dirty_proposals)],
+                )
+            if gs.dirty_presence:
+                cur.executemany(
+                    "INSERT INTO govproc.presence (tenant, claw_id, last_seen, ok) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (tenant, claw_id) DO UPDATE SET last_seen = excluded.last_seen, ok = excluded.ok",
+                    [(t, c, gs.presence[t][c].last_seen, gs.presence[t][c].ok) for t, c in sorted(gs.dirty_presence)],
+                )
+            if gs.dirty_facts:
+                cur.executemany(
+                    "INSERT INTO govproc.facts (tenant, fact_key, version) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (tenant, fact_key) DO UPDATE SET version = excluded.version",
+                    [(t, k, gs.facts[(t, k)]) for t, k in sorted(gs.dirty_facts)],
+                )
+        gs.clear_dirty()

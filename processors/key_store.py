@@ -34,29 +34,16 @@ class InMemoryKeyStore:
             self._keys[(k.tenant, k.claw_id, k.key_id)] = k
 
 
-_DDL = """
-CREATE SCHEMA IF NOT EXISTS gate;
-CREATE TABLE IF NOT EXISTS gate.claw_keys (
-    tenant text NOT NULL,
-    claw_id text NOT NULL,
-    key_id text NOT NULL,
-    public_key bytea NOT NULL,
-    registered_at bigint NOT NULL,
-    retired_at bigint,
-    revoked_at bigint,
-    PRIMARY KEY (tenant, claw_id, key_id)
-);
-"""
 _COLUMNS = "tenant, claw_id, key_id, public_key, registered_at, retired_at, revoked_at"
 
 
 class PostgresKeyStore:
-    """``gate.claw_keys``, cached in memory. One gate worker writes it (concurrency=1), so the
-    cache only misses for keys it has not seen yet, which are then read from the table."""
+    """``gate.claw_keys`` (migration 9), cached in memory. One gate instance writes it (the
+    runtime's advisory lock), so the cache only misses for keys it has not seen yet. The
+    runtime builds a new store (an empty cache) after every rollback."""
 
-    def __init__(self, url: str) -> None:
-        self._conn = psycopg.connect(url, autocommit=True, prepare_threshold=None)
-        self._conn.execute(_DDL)
+    def __init__(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        self._conn = conn
         self._cache: dict[KeyId, ClawKey] = {}
 
     def get(self, tenant: str, claw_id: str, key_id: str) -> ClawKey | None:
@@ -74,7 +61,7 @@ class PostgresKeyStore:
                 for k in keys]  # fmt: skip
         if not rows:
             return
-        with self._conn.transaction(), self._conn.cursor() as cur:
+        with self._conn.cursor() as cur:
             cur.executemany(
                 f"INSERT INTO gate.claw_keys ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (tenant, claw_id, key_id) DO UPDATE SET retired_at = excluded.retired_at, "
@@ -83,6 +70,3 @@ class PostgresKeyStore:
             )
         for r in rows:
             self._cache[(r[0], r[1], r[2])] = ClawKey(*r)  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        self._conn.close()

@@ -20,8 +20,11 @@ from dataclasses import dataclass
 import psycopg
 
 from contracts.topics import TopicNames
-from projections.projector import TP, Projector, Watermarks, stored_offsets
+from projections.projector import ProjectionProcessor
 from projections.read_models import Projection
+from streams.kafka import TP, Watermarks
+from streams.offsets import stored_offsets
+from streams.runtime import StreamRuntime
 
 MAX_ROUNDS = 120  # rounds of up to 0.5 s waiting for the live projector
 
@@ -63,6 +66,7 @@ def rebuild(
     with psycopg.connect(db_url, autocommit=True, prepare_threshold=None) as conn:
         conn.execute(f"DROP SCHEMA IF EXISTS {shadow} CASCADE")
         conn.execute("DELETE FROM hivemem.projection_offsets WHERE consumer = %s", (shadow_consumer,))
+        conn.execute("DELETE FROM hivemem.processing_failures WHERE processor = %s", (shadow_consumer,))
         with conn.transaction():
             for stmt in projection.ddl(shadow):
                 conn.execute(stmt)  # type: ignore[arg-type]
@@ -73,10 +77,11 @@ def rebuild(
             watermarks.close()
         if on_total is not None:
             on_total(sum(target.values()))
-        folder = Projector(projection, bootstrap, db_url, names, schema=shadow,
-                           consumer_name=shadow_consumer, exclusive=False)  # fmt: skip
+        shadow_processor = ProjectionProcessor(projection, names, schema=shadow, name=shadow_consumer)
+        folder = StreamRuntime(shadow_processor, bootstrap, db_url, exclusive=False, report_progress=False,
+                               on_batch=on_batch)  # fmt: skip
         for _ in range(MAX_ROUNDS):
-            folder.run(threading.Event(), until=target, on_batch=on_batch)
+            folder.run(threading.Event(), until=target)
             with conn.transaction():
                 for t in projection.tables:
                     conn.execute(f"LOCK TABLE {projection.name}.{t.table} IN EXCLUSIVE MODE")
@@ -89,7 +94,7 @@ def rebuild(
                     rebuilt_digest = digest(conn, projection, projection.name)
                     conn.execute(f"DROP SCHEMA {shadow} CASCADE")
                     conn.execute("DELETE FROM hivemem.projection_offsets WHERE consumer = %s", (shadow_consumer,))
-                    return ReplayResult(projection.name, folder.folded, live_digest, rebuilt_digest)
+                    return ReplayResult(projection.name, folder.processed, live_digest, rebuilt_digest)
             # Not at the same position: fold the shadow up to the live model, or wait for it.
             for tp, end in live.items():
                 target[tp] = max(end, target.get(tp, 0))

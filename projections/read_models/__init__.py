@@ -8,7 +8,7 @@ from typing import Protocol
 import psycopg
 
 from contracts.topics import TopicNames
-from projections.log_records import LogRecord
+from streams.records import LogRecord
 
 APP_ROLE = "hivemem_app"
 

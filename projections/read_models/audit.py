@@ -12,8 +12,8 @@ from contracts.avro import ContractError, decode_envelope, decode_rejection
 from contracts.topics import TopicNames
 from governance.identity import Verifier
 from governance.signing import verify_system_output
-from projections.log_records import LogRecord
 from projections.read_models import DigestTable, schema_ddl, tenant_table
+from streams.records import LogRecord
 
 SYSTEM_TENANT = "_system"  # rows whose tenant could not be read (garbage bytes)
 _COLUMNS = ("tenant, source_topic, source_partition, source_offset, outcome, reason_code, detail, "
@@ -81,7 +81,8 @@ class AuditProjection:
             return (r.tenant or SYSTEM_TENANT, r.source_topic, r.source_partition, r.source_offset,
                     "REJECTED", r.reason_code, r.detail, r.type, r.trace_id, r.claw_id, r.instance_id,
                     r.idempotency_key, r.envelope_event_id, None, r.log_time, *out, r.processor)  # fmt: skip
-        src_topic, src_partition, src_offset = rec.source()
+        src = rec.source()
+        src_topic, src_partition, src_offset = src.topic, src.partition, src.offset
         try:
             env = decode_envelope(rec.value)
         except ContractError as exc:  # cannot happen behind the gate; recorded, not fatal

@@ -8,8 +8,8 @@ import psycopg
 from contracts.avro import decode_envelope
 from contracts.models import CapabilitiesPayload, IdentityPayload, PresencePayload
 from contracts.topics import TopicNames
-from projections.log_records import LogRecord
 from projections.read_models import DigestTable, schema_ddl, tenant_table
+from streams.records import LogRecord
 
 
 class ClawsProjection:

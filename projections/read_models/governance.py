@@ -3,7 +3,7 @@
 Facts are never updated in place except for closing a version's validity window when its
 successor arrives (``valid_to``): the SUPERSEDES chain stays readable. Every folded fact
 passes ``governance.fact_versions.check_version`` again; one that would duplicate, regress
-or skip a version is not applied (it lands in ``hivemem.projection_failures``), while a
+or skip a version is not applied (it lands in ``hivemem.processing_failures``), while a
 re-delivered copy of a stored version (same eventId) is ignored. Given the processor's
 verifier, decisions and facts not signed by it are not applied either (UNVERIFIED_OUTPUT).
 """
@@ -14,12 +14,13 @@ import psycopg
 
 from contracts.avro import ContractError, decode_envelope, decode_rejection
 from contracts.models import DecisionPayload, FactPayload, ProposalPayload, VotePayload
+from contracts.positions import LogPosition
 from contracts.topics import TopicNames
 from governance.fact_versions import check_version
 from governance.identity import Verifier
 from governance.signing import verify_system_output
-from projections.log_records import LogRecord
 from projections.read_models import DigestTable, schema_ddl, tenant_table
+from streams.records import LogRecord
 
 Cur = psycopg.Cursor[tuple[object, ...]]
 
@@ -92,7 +93,7 @@ class GovernanceProjection:
                 continue
             env = decode_envelope(rec.value or b"")
             if env.type in ("decision", "fact") and self.output_verifier is not None:
-                verify_system_output(rec.value or b"", self.output_verifier)  # raises: projection_failures
+                verify_system_output(rec.value or b"", self.output_verifier)  # raises: processing_failures
             p = env.payload
             if isinstance(p, ProposalPayload):
                 cur.execute(
@@ -102,7 +103,7 @@ class GovernanceProjection:
                      p.deadline, p.base_version, env.trace_id, env.event_id, rec.log_time()),
                 )  # fmt: skip
             elif isinstance(p, VotePayload):
-                src = "/".join(map(str, rec.source()))
+                src = str(rec.source())
                 cur.execute(
                     f"INSERT INTO {schema}.votes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                     (env.tenant, p.proposal_id, env.claw_id, env.instance_id, p.vote, p.reason, env.event_id,
@@ -151,6 +152,6 @@ class GovernanceProjection:
                 pass
         cur.execute(
             f"INSERT INTO {schema}.refusals VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            (r.tenant, f"{r.source_topic}/{r.source_partition}/{r.source_offset}", r.envelope_event_id, r.processor,
-             r.type, r.claw_id, proposal_id, r.reason_code, r.detail, r.log_time),
+            (r.tenant, str(LogPosition(r.source_topic, r.source_partition, r.source_offset)), r.envelope_event_id,
+             r.processor, r.type, r.claw_id, proposal_id, r.reason_code, r.detail, r.log_time),
         )  # fmt: skip

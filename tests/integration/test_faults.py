@@ -13,7 +13,11 @@ from processors.claim_store import PostgresClaimStore
 from projections.replay import rebuild
 from tests.conftest import wait_until
 from tests.integration.support import client, owner_db
+from processors.governance_store import PostgresGovernanceStore
+from processors.key_store import PostgresKeyStore
 from tests.unit.test_claim_store_contract import check_claim_store_contract
+from tests.unit.test_governance_store_contract import check_governance_store_contract
+from tests.unit.test_keys import check_key_store_contract
 
 pytestmark = pytest.mark.integration
 
@@ -87,9 +91,19 @@ def test_broker_stopped_and_restarted_mid_stream(stack: Stack) -> None:
     _assert_equal_to_clean_replay(stack)
 
 
-def test_postgres_claim_store_meets_the_contract(stack: Stack) -> None:
-    store = PostgresClaimStore(stack.settings.require_database())
-    try:
-        check_claim_store_contract(store, f"pg-{uuid.uuid4().hex}")
-    finally:
-        store.close()
+def test_postgres_stores_meet_their_contracts(stack: Stack) -> None:
+    """The same suites the in-memory stores pass, on Postgres, each inside one transaction as
+    the stream runtime runs them (rolled back: a test leaves no state behind)."""
+    with owner_db(stack) as conn:
+        for check in (
+            lambda: check_claim_store_contract(PostgresClaimStore(conn), f"pg-{uuid.uuid4().hex}"),
+            lambda: check_key_store_contract(PostgresKeyStore(conn), f"claw-{uuid.uuid4().hex[:8]}"),
+            lambda: check_governance_store_contract(PostgresGovernanceStore(conn), f"pg{uuid.uuid4().hex[:8]}"),
+        ):
+            with pytest.raises(_Rollback), conn.transaction():
+                check()
+                raise _Rollback
+
+
+class _Rollback(Exception):
+    pass

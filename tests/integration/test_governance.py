@@ -97,8 +97,8 @@ def test_seed_incident_scenario(stack: Stack) -> None:
                 ("proposal", "FACT_STALE", "governance"), ("proposal", "FACT_CONFLICT", "governance"),
                 ("capabilities", "ACCEPTED", "gate")} <= seen  # fmt: skip
         closed = [r for r in trail if r["reason_code"] == "PROPOSAL_CLOSED"]
-        assert [(r["claw_id"], r["source"].split("/")[0]) for r in closed] == [("claw-4", "hivemem.accepted.vote")]
-        gate_row = next(r for r in trail if r["source"] == f"{late.topic}/{late.partition}/{late.offset}")
+        assert [(r["claw_id"], r["source"].rsplit(":", 2)[0]) for r in closed] == [("claw-4", "hivemem.accepted.vote")]
+        gate_row = next(r for r in trail if r["source"] == str(late))
         assert (gate_row["outcome"], gate_row["event_id"]) == ("ACCEPTED", closed[0]["event_id"])
 
 
@@ -281,10 +281,11 @@ def test_outputs_a_killed_processor_had_already_sent_are_not_sent_again(stack: S
 
     from contracts.models import DecisionPayload
     from governance.voting import DecisionOut
-    from processors.governance_core import GovernanceCore
-    from processors.governance_store import set_marks
+    from processors.governance_core import NAME, GovernanceCore
     from producers.claw_client import producer_config
-    from projections.projector import high_watermarks
+    from streams.kafka import high_watermarks
+    from streams.outbox import out_id, set_marks
+    from streams.records import OUT_HEADER
 
     tenant, names = "pool-bench", stack.settings.topics
     core = GovernanceCore(names, stack.settings.load_config().system_signer())
@@ -294,17 +295,18 @@ def test_outputs_a_killed_processor_had_already_sent_are_not_sent_again(stack: S
     gov = stack.services["governance"]
     gov.stop()
     with owner_db(stack) as conn:
-        set_marks(conn, high_watermarks(stack.settings.require_kafka(), [names.inbound("decision")]))
-        for r in rows:
-            conn.execute("INSERT INTO govproc.outbox (event_id, topic, partition, key, value) "
-                         "VALUES (%s, %s, %s, %s, %s)", (r.event_id, r.topic, r.partition, r.key, r.value))  # fmt: skip
+        set_marks(conn, NAME, high_watermarks(stack.settings.require_kafka(), [names.inbound("decision")]))
+        seqs = [int(str(conn.execute(
+            "INSERT INTO hivemem.outbox (processor, topic, partition, key, value) VALUES (%s, %s, %s, %s, %s) "
+            "RETURNING seq", (NAME, r.topic, r.partition, r.key, r.value)).fetchone()[0])) for r in rows]  # type: ignore[index]  # fmt: skip
     p = Producer(producer_config(stack.settings.require_kafka()))
-    p.produce(rows[0].topic, rows[0].value, rows[0].key, partition=rows[0].partition)  # it got out before the crash
+    p.produce(rows[0].topic, rows[0].value, rows[0].key, partition=rows[0].partition,
+              headers=[(OUT_HEADER, out_id(NAME, seqs[0]))])  # it got out before the crash  # fmt: skip
     assert p.flush(30) == 0
     gov.start()
     with owner_db(stack) as conn:
-        wait_until(lambda: conn.execute("SELECT bool_and(sent) FROM govproc.outbox WHERE event_id = ANY(%s)",
-                                        ([r.event_id for r in rows],)).fetchone()[0], what="outbox drained")  # type: ignore[index]  # fmt: skip
+        wait_until(lambda: conn.execute("SELECT count(*) = 0 FROM hivemem.outbox WHERE processor = %s AND "
+                                        "seq = ANY(%s)", (NAME, seqs)).fetchone()[0], what="outbox drained")  # type: ignore[index]  # fmt: skip
     log = decisions_in_log(stack, tenant)
     assert sorted(len(v) for v in log.values()) == [1, 1]  # each exactly once
 
@@ -327,7 +329,7 @@ def test_a_fact_written_around_the_processor_is_not_shared_truth(stack: Stack) -
             ("fact", "REJECTED", "UNVERIFIED_OUTPUT")
         ]
         with owner_db(stack) as conn:
-            wait_until(lambda: conn.execute("SELECT count(*) FROM hivemem.projection_failures WHERE consumer = "
+            wait_until(lambda: conn.execute("SELECT count(*) FROM hivemem.processing_failures WHERE processor = "
                                             "'governance' AND error LIKE %s", (f"%{forged.event_id}%",)).fetchone()[0],  # type: ignore[index]
                        what="the governance read model refusing it")  # fmt: skip
         assert h.get(f"/api/v1/facts/{fact_key}").json()["code"] == "FACT_NOT_FOUND"
@@ -354,5 +356,5 @@ def test_key_rotation_and_revocation_through_the_real_gate(stack: Stack) -> None
         last = claw.publish("capabilities", {"capabilities": ["z"]}, trace_id=trace)
         rows = h.get("/api/v1/audit", params={"traceId": trace, "consistency": str(last)}).json()
         verdict = {r["source"]: r["reason_code"] or r["outcome"] for r in rows}
-        pos = {n: f"{t.topic}/{t.partition}/{t.offset}" for n, t in (("stale", stale), ("fine", fine), ("last", last))}
+        pos = {n: str(t) for n, t in (("stale", stale), ("fine", fine), ("last", last))}
         assert [verdict[pos[n]] for n in ("stale", "fine", "last")] == ["KEY_ROTATED", "ACCEPTED", "KEY_REVOKED"]

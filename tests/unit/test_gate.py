@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts.avro import decode_rejection, encode_envelope, encode_record, registry
+from contracts.positions import LogPosition
 from contracts.topics import TopicNames, partition_key
-from governance.gate import GateState, InboundRecord, Position, decide
+from governance.gate import InboundRecord
 from processors.gate_core import GateDriver
 from tests.helpers import episode, gate_config, now_ms, offline_client
 
@@ -33,7 +34,7 @@ def test_good_envelope_is_forwarded_unchanged() -> None:
     out = pipe_env(d, env)
     assert out.topic == NAMES.accepted("episode")
     assert out.value == encode_envelope(env)
-    assert dict(out.headers)["hm-src"] == f"{EPISODES}/0/0".encode()
+    assert dict(out.headers)["hm-src"] == f"{EPISODES}:0:0".encode()
 
 
 def test_each_bad_input_has_its_own_reason_code() -> None:
@@ -107,11 +108,12 @@ keys = st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=25)
 
 @settings(max_examples=60, deadline=None)
 @given(keys, st.integers(min_value=1, max_value=7))
-def test_decide_matches_reference_and_is_stable_on_reprocessing(idem_keys: list[str], cut: int) -> None:
-    cfg = gate_config()
+def test_gate_matches_reference_and_is_stable_on_reprocessing(idem_keys: list[str], cut: int) -> None:
+    """Through the same GateCore the runtime uses, on in-memory stores: arbitrary batch
+    boundaries give the reference verdicts, and a crash's re-delivery gives them again."""
     c = offline_client()
     envs = [c.build("episode", episode(), idempotency_key=k) for k in idem_keys]
-    recs = [InboundRecord(Position(EPISODES, 0, i), e.timestamp, partition_key("acme", e.aggregate),
+    recs = [InboundRecord(LogPosition(EPISODES, 0, i), e.timestamp, partition_key("acme", e.aggregate),
                           encode_envelope(e)) for i, e in enumerate(envs)]  # fmt: skip
     # Reference: the first record of each key is accepted, the others are duplicates.
     seen: set[str] = set()
@@ -119,13 +121,43 @@ def test_decide_matches_reference_and_is_stable_on_reprocessing(idem_keys: list[
     for k in idem_keys:
         expected.append("ACCEPTED" if k not in seen else "DUPLICATE")
         seen.add(k)
-    state = GateState()
-    verdicts = []
+    d = GateDriver(gate_config())
+    got = []
     for start in range(0, len(recs), cut):  # arbitrary batch boundaries
-        state, out = decide(state, recs[start : start + cut], cfg)
-        verdicts += out
-    got = ["ACCEPTED" if not hasattr(v, "code") else v.code for v in verdicts]
+        got += [code_of(o) for o in d.redeliver(recs[start : start + cut])]
     assert got == expected
-    # A crash re-delivers everything: the same positions get the same verdicts.
-    _, again = decide(state, recs, cfg)
-    assert ["ACCEPTED" if not hasattr(v, "code") else v.code for v in again] == expected
+    # A crash re-delivers everything: the same positions get the same verdicts and bytes.
+    again = d.redeliver(recs)
+    assert [code_of(o) for o in again] == expected
+    assert [o.value for o in again] == [o.value for o in d.emitted[: len(recs)]]
+
+
+def test_oversized_original_is_kept_as_a_bounded_slice_with_its_hash() -> None:
+    import hashlib
+
+    from governance.gate import ORIGINAL_LIMIT
+
+    d = GateDriver(gate_config())
+    big = b"\xc3\x01" + b"\x00" * 8 + b"x" * 900_000  # unknown schema, just under Kafka's 1 MB
+    rej = decode_rejection(d.pipe(EPISODES, b"k", big, now_ms()).value)
+    assert rej.reason_code == "UNKNOWN_SCHEMA"
+    assert rej.original == big[:ORIGINAL_LIMIT]
+    assert (rej.original_size, rej.original_sha256) == (len(big), hashlib.sha256(big).hexdigest())
+
+
+def test_type_mismatch_keeps_the_trace() -> None:
+    d = GateDriver(gate_config())
+    env = offline_client().build("episode", episode(), trace_id="t-mismatch")
+    rej = decode_rejection(d.pipe(NAMES.inbound("vote"), b"k", encode_envelope(env), now_ms()).value)
+    assert (rej.reason_code, rej.trace_id, rej.claw_id) == ("TYPE_MISMATCH", "t-mismatch", "claw-1")
+
+
+def test_nul_and_oversized_header_fields_are_refused_with_bounded_rejections() -> None:
+    d = GateDriver(gate_config())
+    c = offline_client()
+    nul = c.build("episode", episode()).model_copy(update={"idempotency_key": "k\x00ey"})
+    huge = c.build("episode", episode()).model_copy(update={"trace_id": "t" * 500_000})
+    for env in (nul, huge):
+        rej = decode_rejection(pipe_env(d, env).value)
+        assert rej.reason_code == "INVALID_FIELD"
+        assert "\x00" not in (rej.idempotency_key or "") and len(rej.trace_id or "") <= 256

@@ -9,7 +9,7 @@ from governance.keyring import ClawKey
 from governance.signing import Ed25519Signer, sign_envelope
 from processors.gate_core import GateDriver
 from processors.key_store import InMemoryKeyStore, KeyStore
-from processors.records import OutRecord
+from streams.records import OutRecord
 from producers.claw_client import ClawClient
 from tests.helpers import episode, gate_config, now_ms, offline_client
 
