@@ -31,6 +31,11 @@ case "$cmd" in
     ;;
   test)
     install
+    # The README promises a clean tree: lint, format and types are part of the test run.
+    echo "ruff check, ruff format --check, mypy"
+    .venv/bin/ruff check .
+    .venv/bin/ruff format --check .
+    .venv/bin/mypy contracts governance producers streams processors projections hivemem deploy bench tests
     set +e
     .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
     rc=$?

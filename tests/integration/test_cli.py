@@ -1,8 +1,10 @@
 """The two user-facing commands: replay (digest equals live) and the demo smoke test."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +49,59 @@ def test_docker_compose_file_parses() -> None:
     doc = yaml.safe_load((ROOT / "deploy" / "docker-compose.yml").read_text())
     assert {"kafka", "postgres", "hivemem"} <= set(doc["services"])
     assert "HIVEMEM_KAFKA_BOOTSTRAP" in doc["services"]["hivemem"]["environment"]
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = set(), [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.add(c)
+            todo.append(c)
+    return out
+
+
+def _alive(pids: set[int]) -> set[int]:
+    return {p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text()[-200:]}
+
+
+def _start_up(env: dict[str, str]) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-m", "hivemem.cli", "up", "--no-demo"], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 300
+    for line in proc.stdout:
+        if "HiveMem is up" in line:
+            return proc
+        assert time.monotonic() < deadline, "hivemem up did not come up"
+    raise AssertionError(f"hivemem up exited with {proc.wait()}")
+
+
+def test_up_leaves_no_process_behind_on_sigterm_or_when_killed(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HIVEMEM_")}
+    env.update(HIVEMEM_HOME=str(tmp_path / "home"), HIVEMEM_API_PORT="0")
+    up = _start_up(env)
+    kids = _descendants(up.pid)
+    assert len(kids) >= 5  # the broker and four services
+    up.send_signal(signal.SIGTERM)
+    assert up.wait(60) == 0
+    assert _alive(kids) == set()
+    # Killed outright, it cannot clean up: its children notice (parent-death signal) and exit.
+    up = _start_up(env)
+    kids = _descendants(up.pid)
+    up.kill()
+    up.wait()
+    deadline = time.monotonic() + 30
+    while _alive(kids) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _alive(kids) == set()
+    # The embedded Postgres is a daemon (pg_ctl) and outlives a SIGKILL; stop it here.
+    pid_file = tmp_path / "home" / "postgres" / "postmaster.pid"
+    if pid_file.exists():
+        os.kill(int(pid_file.read_text().split()[0]), signal.SIGTERM)

@@ -88,6 +88,10 @@ def _produce(stack: Stack, topic: str, values: list[bytes], during: object = Non
     assert p.flush(30) == 0
 
 
+def _raw(v: str | bytes | None) -> bytes:
+    return v.encode() if isinstance(v, str) else (v or b"")
+
+
 def _read_all(stack: Stack, topic: str) -> list[tuple[bytes, dict[str, bytes]]]:
     end = high_watermarks(stack.settings.require_kafka(), [topic])
     c = Consumer({"bootstrap.servers": stack.settings.require_kafka(), "group.id": f"t-{uuid.uuid4()}"})
@@ -97,7 +101,7 @@ def _read_all(stack: Stack, topic: str) -> list[tuple[bytes, dict[str, bytes]]]:
     while len(out) < sum(end.values()) and time.monotonic() < deadline:
         for m in c.consume(500, timeout=0.5):
             if m.error() is None:
-                out.append((m.value() or b"", {str(h[0]): bytes(h[1] or b"") for h in m.headers() or []}))
+                out.append((m.value() or b"", {str(h[0]): _raw(h[1]) for h in m.headers() or []}))
     c.close()
     return out
 
@@ -120,7 +124,7 @@ def test_a_record_that_fails_is_refused_and_its_batch_mates_go_on(stack: Stack, 
     name = f"folder-{uuid.uuid4().hex[:6]}"
     values = [b"poison" if i in (7, 150, 299) else f"v{i}".encode() for i in range(300)]
     _produce(stack, topic, values)
-    rt, stop, t = _run(stack, Folder(name, topic, out))
+    _, stop, t = _run(stack, Folder(name, topic, out))
     try:
         wait_until(lambda: _processed(stack, name) == 300, what="300 records processed")
         wait_until(lambda: len(_read_all(stack, out)) >= 300, what="300 outputs")
@@ -148,7 +152,7 @@ def test_a_database_blip_stops_the_loop_and_it_resumes_without_loss(stack: Stack
     topic, out = topics
     name = f"folder-{uuid.uuid4().hex[:6]}"
     folder = Folder(name, topic, out)
-    rt, stop, t = _run(stack, folder)
+    _, stop, t = _run(stack, folder)
 
     def blip() -> None:
         with owner_db(stack) as conn:
@@ -182,7 +186,7 @@ def _verdicts(stack: Stack, positions: list[tuple[str, int, int]]) -> dict[tuple
     return got if len(got) == len(positions) else None
 
 
-def _send_raw(stack: Stack, items: list[tuple[str, bytes | None, bytes]]) -> list[tuple[str, int, int]]:
+def _send_raw(stack: Stack, items: Sequence[tuple[str, bytes | None, bytes]]) -> list[tuple[str, int, int]]:
     """Produce hand-made records (up to 1 MB); return where each landed, in order."""
     p = Producer({"bootstrap.servers": stack.settings.require_kafka(), "message.max.bytes": 2_000_000,
                   "linger.ms": 5})  # fmt: skip
@@ -248,7 +252,7 @@ def _read_tail(stack: Stack, topic: str, n: int) -> list[tuple[bytes, dict[str, 
     while len(out) < want and time.monotonic() < deadline:
         for m in c.consume(500, timeout=0.5):
             if m.error() is None:
-                out.append((m.value() or b"", {str(h[0]): bytes(h[1] or b"") for h in m.headers() or []}))
+                out.append((m.value() or b"", {str(h[0]): _raw(h[1]) for h in m.headers() or []}))
     c.close()
     return out
 
@@ -302,7 +306,7 @@ def test_gate_sigkilled_mid_stream_emits_every_verdict_exactly_once(stack: Stack
     while sum(srcs.values()) < 2000 and time.monotonic() < deadline:
         for m in c.consume(500, timeout=0.5):
             if m.error() is None:
-                srcs.update(bytes(h[1] or b"") for h in m.headers() or [] if h[0] == SRC_HEADER)
+                srcs.update(_raw(h[1]) for h in m.headers() or [] if h[0] == SRC_HEADER)
     c.close()
     assert len(srcs) == 2000 and set(srcs.values()) == {1}
 
@@ -339,6 +343,10 @@ def test_every_service_stops_within_seconds_while_the_broker_is_down(stack: Stac
         for name in ("gate", "governance", "projectors"):
             stack.services[name].start()
     with owner_db(stack) as conn:
-        wait_until(lambda: conn.execute("SELECT count(*) FROM hivemem.processor_progress WHERE state = 'running' "
-                                        "AND heartbeat_at > now() - interval '5 seconds'").fetchone()[0] >= 5,  # type: ignore[index]
-                   timeout=60, what="processors running again")  # fmt: skip
+
+        def running() -> bool:
+            row = conn.execute("SELECT count(*) FROM hivemem.processor_progress WHERE state = 'running' "
+                               "AND heartbeat_at > now() - interval '5 seconds'").fetchone()  # fmt: skip
+            return row is not None and int(str(row[0])) >= 5
+
+        wait_until(running, timeout=60, what="processors running again")
