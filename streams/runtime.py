@@ -54,6 +54,7 @@ from streams.records import OUT_HEADER, LogRecord, OutRecord, from_message
 log = logging.getLogger("hivemem.streams")
 OUTAGES = (psycopg.OperationalError, psycopg.InterfaceError, KafkaException, PublishFailed)
 HEARTBEAT_S = 1.0
+TICK_S = 0.2  # an idle loop still calls process([]) this often (the governance processor's expiry)
 FLUSH_TIMEOUT_S = 30.0
 
 
@@ -86,6 +87,7 @@ class StreamRuntime:
         self._marks: dict[TP, int] = {}
         self._unsent = True
         self._beat = 0.0
+        self._tick = 0.0
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -134,6 +136,10 @@ class StreamRuntime:
         assert self._consumer is not None
         records = self._records(self._consumer.consume(self.batch_size, timeout=0.05))
         fresh = [r for r in records if r.offset >= self.next.get((r.topic, r.partition), 0)]
+        if not fresh and time.monotonic() - self._tick < TICK_S:
+            self._heartbeat()
+            return
+        self._tick = time.monotonic()
         if self._apply(fresh, int(time.time() * 1000)):
             for tp, end in ends_of(fresh).items():
                 self.next[tp] = max(self.next.get(tp, 0), end)

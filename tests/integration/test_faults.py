@@ -10,11 +10,11 @@ import pytest
 from hivemem.services import projections
 from hivemem.stack import Stack
 from processors.claim_store import PostgresClaimStore
+from processors.governance_store import PostgresGovernanceStore
+from processors.key_store import PostgresKeyStore
 from projections.replay import rebuild
 from tests.conftest import wait_until
 from tests.integration.support import client, owner_db
-from processors.governance_store import PostgresGovernanceStore
-from processors.key_store import PostgresKeyStore
 from tests.unit.test_claim_store_contract import check_claim_store_contract
 from tests.unit.test_governance_store_contract import check_governance_store_contract
 from tests.unit.test_keys import check_key_store_contract

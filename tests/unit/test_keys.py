@@ -9,8 +9,8 @@ from governance.keyring import ClawKey
 from governance.signing import Ed25519Signer, sign_envelope
 from processors.gate_core import GateDriver
 from processors.key_store import InMemoryKeyStore, KeyStore
-from streams.records import OutRecord
 from producers.claw_client import ClawClient
+from streams.records import OutRecord
 from tests.helpers import episode, gate_config, now_ms, offline_client
 
 NAMES = TopicNames()
