@@ -131,7 +131,9 @@ class LocalKafka:
         self._choose_ports()
         cfg = self._write_config()
         if not (self.dir / "data" / "meta.properties").exists():
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = "-"
+            while cluster_id.startswith("-"):  # StorageTool would read "-..." as an option
+                cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             subprocess.run(self._java_cmd("kafka.tools.StorageTool", "format", "-t", cluster_id,
                                           "-c", str(cfg), "--ignore-formatted"),
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip

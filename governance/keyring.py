@@ -79,6 +79,10 @@ def identity_changes(env: Envelope, seen_at: int, keys: KeyLookup) -> list[ClawK
         return KeyRefusal("INVALID_FIELD", f"keyId must be '{ED25519_PREFIX}<name>'")
     existing = keys.get(env.tenant, env.claw_id, p.key_id)
     if p.action == "REVOKE":
+        if env.key_id.startswith(ED25519_PREFIX):
+            # The operator's word (the deployment key) revokes; a stolen claw key must not
+            # be able to revoke its siblings.
+            return KeyRefusal("KEY_NOT_AUTHORIZED", "a key is revoked with the deployment (hmac:) key")
         if existing is None:
             return KeyRefusal("UNKNOWN_KEY", f"{env.claw_id} has no key {p.key_id}")
         if existing.revoked_at is not None and existing.revoked_at <= seen_at:

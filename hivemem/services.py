@@ -104,12 +104,11 @@ def projection_lag(settings: Settings, watermarks: Callable[[list[str]], dict[TP
 
 
 def run_api(settings: Settings) -> None:
-    import uvicorn
     from confluent_kafka import Producer
 
     from hivemem.kafka_topics import kafka_reachable
     from producers.claw_client import EnvelopePublisher, producer_config
-    from projections.api import ApiDeps, create_app
+    from projections.api import ApiDeps, create_app, serve
     from streams.kafka import Watermarks
 
     config = settings.load_config()
@@ -128,7 +127,7 @@ def run_api(settings: Settings) -> None:
         presence_window_ms=int(settings.presence_window_s * 1000),
         processors=list(PROCESSORS),
     )
-    uvicorn.run(create_app(deps), host=settings.api_host, port=settings.api_port, log_level="warning")
+    serve(create_app(deps), settings.api_host, settings.api_port)
 
 
 def main(argv: list[str]) -> None:

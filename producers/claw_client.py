@@ -3,7 +3,7 @@
 Envelopes are validated by the Pydantic models, signed with the claw's deployment key
 (HMAC-SHA256) or, once registered, its Ed25519 key, and published with an idempotent
 producer (``enable.idempotence``, ``acks=all``), keyed by tenant plus aggregate. Every
-publish returns a consistency token.
+publish returns a consistency token: the ``LogPosition`` (``topic:partition:offset``) of the record.
 """
 
 from __future__ import annotations
@@ -11,15 +11,16 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from contracts.avro import encode_envelope, registry
-from contracts.models import PAYLOAD_MODELS, Envelope, PresencePayload, WireModel
+from contracts.avro import encode_envelope
+from contracts.models import Envelope, PresencePayload, WireModel
+from contracts.positions import LogPosition
 from contracts.topics import TopicNames, partition_key
-from governance.signing import Ed25519Signer, HmacSigner, Signer, sign_envelope
+from governance.signing import Ed25519Signer, HmacSigner, Signer
+from producers.envelopes import build_envelope
 
 
 class PublishError(RuntimeError):
@@ -28,21 +29,9 @@ class PublishError(RuntimeError):
         self.code = code
 
 
-@dataclass(frozen=True)
-class ConsistencyToken:
-    """Where a write landed; a read given it waits until projections have caught up."""
-
-    topic: str
-    partition: int
-    offset: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}:{self.partition}:{self.offset}"
-
-    @classmethod
-    def parse(cls, text: str) -> ConsistencyToken:
-        topic, partition, offset = text.rsplit(":", 2)
-        return cls(topic, int(partition), int(offset))
+# Where a write landed; a read given it (``consistency=``) waits until projections have caught up.
+# The name predates the one log-position type and stays as an alias.
+ConsistencyToken = LogPosition
 
 
 def producer_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
@@ -65,12 +54,12 @@ class EnvelopePublisher:
         self._producer = producer
         self.topics = topics
 
-    def publish_async(self, env: Envelope, on_done: Callable[[ConsistencyToken | None, str | None], None]) -> None:
+    def publish_async(self, env: Envelope, on_done: Callable[[LogPosition | None, str | None], None]) -> None:
         def report(err: KafkaError | None, msg: Message) -> None:
             if err is not None:
                 on_done(None, str(err))
             else:
-                on_done(ConsistencyToken(str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0)), None)
+                on_done(LogPosition(str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0)), None)
 
         self.produce_raw(self.topics.inbound(env.type), partition_key(env.tenant, env.aggregate),
                          encode_envelope(env), report)  # fmt: skip
@@ -86,8 +75,8 @@ class EnvelopePublisher:
                 self._producer.poll(0.05)
         self._producer.poll(0)
 
-    def publish(self, env: Envelope, timeout: float = 30.0) -> ConsistencyToken:
-        result: list[ConsistencyToken | str] = []
+    def publish(self, env: Envelope, timeout: float = 30.0) -> LogPosition:
+        result: list[LogPosition | str] = []
         self.publish_async(env, lambda tok, err: result.append(tok if tok else str(err)))
         deadline = time.monotonic() + timeout
         while not result and time.monotonic() < deadline:
@@ -133,31 +122,24 @@ class ClawClient:
         signer: Signer | None = None,
     ) -> Envelope:
         """A validated envelope signed with ``signer`` (default: the current key); raises
-        pydantic.ValidationError on bad input."""
-        signer = signer or self.signer
-        model = PAYLOAD_MODELS[envelope_type]
-        body = payload if isinstance(payload, model) else model.model_validate(payload)
-        event_id = str(uuid.uuid4())
-        env = Envelope(
-            schema_version=registry().latest(envelope_type).version,
-            type=envelope_type,  # type: ignore[arg-type]
-            event_id=event_id,
-            trace_id=trace_id or event_id,
-            timestamp=timestamp_ms if timestamp_ms is not None else int(time.time() * 1000),
-            idempotency_key=idempotency_key or event_id,
+        pydantic.ValidationError on bad input (see ``producers.envelopes.build_envelope``)."""
+        return build_envelope(
+            envelope_type,
+            payload,
+            tenant=self.tenant,
             claw_id=self.claw_id,
             instance_id=self.instance_id,
-            tenant=self.tenant,
-            key_id=signer.key_id,
-            payload=body,  # type: ignore[arg-type]  # PAYLOAD_MODELS[type] is a Payload
+            signer=signer or self.signer,
+            idempotency_key=idempotency_key,
+            trace_id=trace_id,
+            timestamp_ms=timestamp_ms,
         )
-        return sign_envelope(env, signer)
 
     @property
     def key_id(self) -> str:
         return self.signer.key_id
 
-    def register_key(self, new: Ed25519Signer, **kw: Any) -> ConsistencyToken:
+    def register_key(self, new: Ed25519Signer, **kw: Any) -> LogPosition:
         """Register ``new`` for this claw, signed by the current key (a rotation if that is
         an Ed25519 key). Keep signing with the current key until the gate has taken the
         registration (e.g. the key shows in ``GET /api/v1/claws/{id}/keys?consistency=``),
@@ -170,29 +152,27 @@ class ClawClient:
     def use_key(self, signer: Signer) -> None:
         self.signer = signer
 
-    def revoke_key(self, key_id: str, **kw: Any) -> ConsistencyToken:
+    def revoke_key(self, key_id: str, **kw: Any) -> LogPosition:
         """Revoke one of this claw's Ed25519 keys, signed with the deployment key (the operator's
         word stands even when the claw's own key is compromised)."""
         if self.signer.key_id == key_id:
             self.signer = self._deployment
         return self.publish("identity", {"action": "REVOKE", "keyId": key_id}, signer=self._deployment, **kw)
 
-    def publish_envelope_async(
-        self, env: Envelope, on_done: Callable[[ConsistencyToken | None, str | None], None]
-    ) -> None:
+    def publish_envelope_async(self, env: Envelope, on_done: Callable[[LogPosition | None, str | None], None]) -> None:
         self._publisher.publish_async(env, on_done)
 
-    def publish_envelope(self, env: Envelope, timeout: float = 30.0) -> ConsistencyToken:
+    def publish_envelope(self, env: Envelope, timeout: float = 30.0) -> LogPosition:
         return self._publisher.publish(env, timeout)
 
     def produce_raw(self, topic: str, key: bytes | None, value: bytes | None,
                     on_delivery: Callable[[KafkaError | None, Message], None] | None = None) -> None:  # fmt: skip
         self._publisher.produce_raw(topic, key, value, on_delivery)
 
-    def publish(self, envelope_type: str, payload: WireModel | dict[str, Any], **kw: Any) -> ConsistencyToken:
+    def publish(self, envelope_type: str, payload: WireModel | dict[str, Any], **kw: Any) -> LogPosition:
         return self.publish_envelope(self.build(envelope_type, payload, **kw))
 
-    def heartbeat(self, status: str = "ACTIVE", healthy: bool = True, ttl_seconds: int = 30) -> ConsistencyToken:
+    def heartbeat(self, status: str = "ACTIVE", healthy: bool = True, ttl_seconds: int = 30) -> LogPosition:
         payload = PresencePayload(status=status, healthy=healthy, ttl_seconds=ttl_seconds)  # type: ignore[arg-type]
         return self.publish("presence", payload)
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import jwt
 
+from contracts.models import MAX_ID
+
 ISSUER = "hivemem"
 
 
@@ -45,4 +47,19 @@ def verify_token(secret: bytes, header: str | None) -> Principal:
         raise AuthError("AUTH_EXPIRED", "token has expired") from exc
     except jwt.InvalidTokenError as exc:
         raise AuthError("AUTH_INVALID", f"token is not valid: {type(exc).__name__}") from exc
-    return Principal(tenant=str(claims["tenant"]), subject=str(claims["sub"]), claw_id=claims.get("claw"))
+    tenant, subject, claw = claims.get("tenant"), claims.get("sub"), claims.get("claw")
+    # Signed by us, but claims become Postgres settings, key derivations and envelope fields:
+    # the same bounds as an envelope's ids (contracts.models.Id), or the token is not valid.
+    if not (_id_ok(tenant) and _id_ok(subject) and (claw is None or _id_ok(claw))):
+        raise AuthError("AUTH_INVALID", "token is not valid: tenant, sub and claw must be ids of 1-256 characters")
+    return Principal(tenant=str(tenant), subject=str(subject), claw_id=str(claw) if claw is not None else None)
+
+
+def _id_ok(value: object) -> bool:
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_ID or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,4 +1,6 @@
-"""The HTTP write gateway: JSON in, a validated signed envelope out to Kafka.
+"""The HTTP write gateway: JSON in, a validated signed envelope out (``producers.envelopes``
+builds and signs it; this module keeps the HTTP concerns: what the token allows, which key
+signs, and which status and code each refusal gets).
 
 A caller either sends a complete signed envelope (``signature`` base64 over the Avro bytes),
 or, holding a token bound to a claw, lets the gateway fill the header and sign with that
@@ -9,110 +11,138 @@ from __future__ import annotations
 
 import base64
 import binascii
-import time
-import uuid
+import json
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from contracts.avro import encode_envelope, registry
-from contracts.models import Envelope
-from contracts.topics import CLAW_PUBLISHED, ENVELOPE_TYPES
+from contracts.avro import ContractError, encode_envelope, signing_bytes, writer_schema
+from contracts.models import MAX_ID, PAYLOAD_MODELS, Envelope, WireModel
+from contracts.topics import CLAW_PUBLISHED
 from governance.identity import HMAC_PREFIX, DeploymentKeys, TenantPolicy, derive_deployment_key
-from governance.signing import HmacSigner, sign_envelope
+from governance.signing import HmacSigner, Signer
+from producers.envelopes import build_envelope, known_schema_versions
 from projections.auth import Principal
+from projections.http.errors import ApiError, describe_validation
+
+# librdkafka refuses records over message.max.bytes (1,000,000 by default); leave room for
+# the key and the record overhead, so a write is refused here (413) rather than by Kafka (503).
+MAX_RECORD_BYTES = 900_000
+_ID = {"maxLength": MAX_ID, "minLength": 1}
+_BASE64 = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 
 
-class WritePosition(Protocol):
-    @property
-    def topic(self) -> str: ...
-    @property
-    def partition(self) -> int: ...
-    @property
-    def offset(self) -> int: ...
+def _doc(**schema: Any) -> Any:
+    """An optional field documented with the bounds the envelope model enforces: the check
+    itself happens when the envelope is built, so a refusal says INVALID_FIELD."""
+    return Field(default=None, json_schema_extra=schema)
 
 
-class Publisher(Protocol):
-    def publish(self, env: Envelope, timeout: float = ...) -> WritePosition:
-        """Publish and wait for the broker's ack; say where the record landed."""
-        ...
-
-
-class GatewayError(Exception):
-    def __init__(self, status: int, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.code = code
-        self.detail = detail
+def _per_type(schema: dict[str, Any]) -> None:
+    """OpenAPI: the payload (and the schema versions) ``type`` selects, one branch per type. The
+    gateway checks this when it builds the envelope (INVALID_FIELD); the document says it upfront."""
+    branches: list[Any] = []
+    for t in sorted(CLAW_PUBLISHED):
+        payload = PAYLOAD_MODELS[t].model_json_schema(by_alias=True)
+        for prop in payload["properties"].values():
+            if prop.get("format") == "binary":  # bytes travel in JSON as strings (UTF-8)
+                del prop["format"]
+        versions: list[Any] = [*known_schema_versions(t), None]  # None: the latest
+        branches.append({"properties": {"type": {"const": t}, "payload": payload,
+                                        "schemaVersion": {"enum": versions}}})  # fmt: skip
+    schema["oneOf"] = branches
 
 
 class EnvelopeIn(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    """An envelope to publish. Only ``type`` and ``payload`` are required; see docs/http-api.md."""
 
-    type: str
-    payload: dict[str, Any]
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
-    trace_id: str | None = Field(default=None, min_length=1, max_length=200)
-    event_id: str | None = None
-    timestamp: int | None = None
-    claw_id: str | None = None
-    instance_id: str | None = None
-    tenant: str | None = None
-    key_id: str | None = None
-    schema_version: int | None = None
-    signature: str | None = None  # base64
+    # strict: JSON types as declared (no true for 1, no "1" for 1), like the payload below.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True,
+                              json_schema_extra=_per_type)  # fmt: skip
+
+    type: str = Field(json_schema_extra={"enum": list(sorted(CLAW_PUBLISHED))})
+    payload: dict[str, Any] = Field(description="the type's payload (contracts/schemas/<type>), camelCase fields")
+    idempotency_key: str | None = _doc(**_ID)
+    trace_id: str | None = _doc(**_ID)
+    event_id: str | None = _doc(**_ID)
+    timestamp: int | None = _doc(minimum=-(2**63), maximum=2**63 - 1, description="ms since the epoch")
+    claw_id: str | None = _doc(**_ID)
+    instance_id: str | None = _doc(**_ID)
+    tenant: str | None = _doc(**_ID)
+    key_id: str | None = _doc(**_ID)
+    schema_version: int | None = _doc(minimum=1, description="a version the registry knows; default the latest")
+    signature: str | None = _doc(
+        maxLength=684, pattern=_BASE64, description="base64 of the signature (at most 512 bytes) over the Avro bytes"
+    )
 
 
-def build_envelope(body: EnvelopeIn, who: Principal, tenants: Mapping[str, TenantPolicy]) -> Envelope:
-    if body.type not in ENVELOPE_TYPES or body.type not in CLAW_PUBLISHED:
-        raise GatewayError(422, "UNKNOWN_TYPE", f"claws cannot publish type {body.type!r}")
+def _invalid(exc: ValidationError, prefix: str = "") -> ApiError:
+    return ApiError(422, "INVALID_FIELD", prefix + describe_validation(list(exc.errors())))
+
+
+def _payload(envelope_type: str, payload: dict[str, Any]) -> WireModel:
+    """The payload as its model, validated in strict JSON mode: the contracts' models are lax
+    for Python callers (``True`` would pass as ``1``), but an HTTP body must carry the JSON
+    types the schema declares. Bytes fields are JSON strings."""
+    try:
+        return PAYLOAD_MODELS[envelope_type].model_validate_json(json.dumps(payload), strict=True)
+    except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors()):  # json.dumps escaped a lone surrogate
+            raise ApiError(422, "INVALID_FIELD", "payload: strings must be valid Unicode (no lone surrogates)") from exc
+        raise _invalid(exc, "payload.") from exc
+
+
+def envelope_from_request(body: EnvelopeIn, who: Principal, tenants: Mapping[str, TenantPolicy]) -> Envelope:
+    """The envelope to publish, or an ``ApiError`` saying why not."""
+    if body.type not in CLAW_PUBLISHED:
+        raise ApiError(422, "UNKNOWN_TYPE", f"claws cannot publish type {body.type!r}")
     if body.tenant is not None and body.tenant != who.tenant:
-        raise GatewayError(403, "TENANT_MISMATCH", "envelope tenant differs from the token's tenant")
-    claw_id = body.claw_id or who.claw_id
+        raise ApiError(403, "TENANT_MISMATCH", "envelope tenant differs from the token's tenant")
+    # `is None`, not falsiness: an empty string given is refused as INVALID_FIELD, never replaced.
+    claw_id = who.claw_id if body.claw_id is None else body.claw_id
     if claw_id is None:
-        raise GatewayError(422, "MISSING_FIELD", "clawId is required when the token names no claw")
+        raise ApiError(422, "MISSING_FIELD", "clawId is required when the token names no claw")
     if who.claw_id is not None and claw_id != who.claw_id:
-        raise GatewayError(403, "CLAW_MISMATCH", "envelope clawId differs from the token's claw")
+        raise ApiError(403, "CLAW_MISMATCH", "envelope clawId differs from the token's claw")
     policy = tenants.get(who.tenant)
     if policy is None:
-        raise GatewayError(403, "UNKNOWN_TENANT", f"tenant {who.tenant!r} is not configured")
-    event_id = body.event_id or str(uuid.uuid4())
-    fields: dict[str, Any] = {
-        "schema_version": body.schema_version or registry().latest(body.type).version,
-        "type": body.type,
-        "event_id": event_id,
-        "trace_id": body.trace_id or event_id,
-        "timestamp": body.timestamp if body.timestamp is not None else int(time.time() * 1000),
-        "idempotency_key": body.idempotency_key or event_id,
-        "claw_id": claw_id,
-        "instance_id": body.instance_id or f"{claw_id}-http",
-        "tenant": who.tenant,
-        "key_id": body.key_id or HMAC_PREFIX + next(iter(policy.operator_secrets), "none"),
-        "payload": body.payload,
-    }
-    try:
-        env = Envelope.model_validate(fields)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise GatewayError(422, "INVALID_FIELD", f"{where}: {first['msg']}") from exc
+        raise ApiError(403, "UNKNOWN_TENANT", f"tenant {who.tenant!r} is not configured")
+    key_id = HMAC_PREFIX + next(iter(policy.operator_secrets), "none") if body.key_id is None else body.key_id
+    signer: Signer | None = None
+    signature = b""
     if body.signature is None:
         if who.claw_id is None:
-            raise GatewayError(422, "MISSING_FIELD", "signature is required unless the token is bound to a claw")
-        secret = policy.operator_secrets.get(env.key_id[len(HMAC_PREFIX) :])
+            raise ApiError(422, "MISSING_FIELD", "signature is required unless the token is bound to a claw")
+        secret = policy.operator_secrets.get(key_id[len(HMAC_PREFIX) :]) if key_id.startswith(HMAC_PREFIX) else None
         if secret is None:
-            raise GatewayError(422, "UNKNOWN_KEY", f"no operator secret for {env.key_id}")
-        return sign_envelope(env, HmacSigner(env.key_id, derive_deployment_key(secret, who.tenant, claw_id)))
+            raise ApiError(422, "UNKNOWN_KEY", f"no operator secret for {key_id!r}")
+        # claw_id is the token's, already checked to be a clean id (projections.auth).
+        signer = HmacSigner(key_id, derive_deployment_key(secret, who.tenant, claw_id))
+    else:
+        try:
+            signature = base64.b64decode(body.signature, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ApiError(422, "INVALID_FIELD", "signature is not base64") from exc
+    payload = _payload(body.type, body.payload)
+    instance_id = f"{claw_id}-http" if body.instance_id is None else body.instance_id
     try:
-        signature = base64.b64decode(body.signature, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise GatewayError(422, "INVALID_FIELD", "signature is not base64") from exc
-    signed = env.model_copy(update={"signature": signature})
-    verifier = DeploymentKeys(tenants).resolve(who.tenant, claw_id, env.key_id)
-    if verifier is None:
-        raise GatewayError(401, "UNKNOWN_KEY", f"no key {env.key_id!r} for claw {claw_id}")
-    if not verifier.verify(encode_envelope(env.unsigned()), signature):
-        raise GatewayError(401, "BAD_SIGNATURE", "signature does not verify")
-    return signed
+        env = build_envelope(body.type, payload, tenant=who.tenant, claw_id=claw_id, instance_id=instance_id,
+                             signer=signer, key_id=key_id, signature=signature, event_id=body.event_id,
+                             trace_id=body.trace_id, idempotency_key=body.idempotency_key,
+                             timestamp_ms=body.timestamp, schema_version=body.schema_version)  # fmt: skip
+    except ValidationError as exc:
+        raise _invalid(exc) from exc
+    except ContractError as exc:
+        raise ApiError(422, exc.code, exc.detail) from exc
+    size = len(encode_envelope(env))
+    if size > MAX_RECORD_BYTES:
+        raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the envelope encodes to {size} bytes; at most {MAX_RECORD_BYTES}")
+    if signer is None:
+        verifier = DeploymentKeys(tenants).resolve(who.tenant, claw_id, env.key_id)
+        if verifier is None:
+            raise ApiError(401, "UNKNOWN_KEY", f"no key {env.key_id!r} for claw {claw_id!r}")
+        if not verifier.verify(signing_bytes(writer_schema(env), env.unsigned().to_wire()), signature):
+            raise ApiError(401, "BAD_SIGNATURE", "signature does not verify")
+    return env

@@ -12,6 +12,8 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
+from contracts.positions import LogPosition
+
 
 class ClawView(BaseModel):
     tenant: str
@@ -27,7 +29,7 @@ class ClawView(BaseModel):
 
 
 class AuditEntry(BaseModel):
-    source: str
+    source: str  # topic:partition:offset of the inbound record
     outcome: str
     reason_code: str | None
     detail: str | None
@@ -39,12 +41,16 @@ class AuditEntry(BaseModel):
     event_id: str | None
     envelope_ts: int | None
     log_time: int
-    output: str
+    output: str  # topic:partition:offset of the verdict (accepted copy or rejection)
     stage: str | None  # gate | governance: which processor accepted or refused it
 
 
 class ConsistencyTimeout(Exception):
     pass
+
+
+class ForeignToken(Exception):
+    """The token names a record that was audited for another tenant."""
 
 
 @asynccontextmanager
@@ -85,9 +91,9 @@ async def list_claws(pool: AsyncConnectionPool, tenant: str, capability: str | N
 async def audit_by_trace(pool: AsyncConnectionPool, tenant: str, trace_id: str) -> list[AuditEntry]:
     async with tenant_tx(pool, tenant) as conn:
         cur = await conn.execute(
-            "SELECT source_topic || '/' || source_partition || '/' || source_offset, outcome, reason_code, "
+            "SELECT source_topic || ':' || source_partition || ':' || source_offset, outcome, reason_code, "
             "detail, type, trace_id, claw_id, instance_id, idempotency_key, event_id, envelope_ts, log_time, "
-            "output_topic || '/' || output_partition || '/' || output_offset, stage "
+            "output_topic || ':' || output_partition || ':' || output_offset, stage "
             "FROM audit.events WHERE trace_id = %s ORDER BY log_time, source_topic, source_offset",
             (trace_id,),
         )
@@ -97,7 +103,7 @@ async def audit_by_trace(pool: AsyncConnectionPool, tenant: str, trace_id: str) 
 
 
 async def wait_consistent(
-    pool: AsyncConnectionPool, tenant: str, token: tuple[str, int, int], consumer: str,
+    pool: AsyncConnectionPool, tenant: str, token: LogPosition, consumer: str,
     watermarks: Callable[[], Awaitable[dict[tuple[str, int], int]]], timeout: float,
 ) -> None:  # fmt: skip
     """Wait until the inbound record ``token`` names, and all before it, are in a read model.
@@ -105,7 +111,9 @@ async def wait_consistent(
     First the audit row of that record must exist: then the gate has written its verdict,
     and the verdicts of every earlier record of that partition, to Kafka. The end offsets
     of the read model's topics taken after that cover them all; the read model has caught
-    up once its stored offsets reach those ends.
+    up once its stored offsets reach those ends. A record audited for another tenant raises
+    ``ForeignToken``: RLS hides that row, so ``hivemem.token_audited`` (SECURITY DEFINER)
+    says only whether the row exists and is the transaction's tenant's.
     """
     deadline = time.monotonic() + timeout
     delay = 0.003
@@ -113,12 +121,13 @@ async def wait_consistent(
     while True:
         async with tenant_tx(pool, tenant) as conn:
             if ends is None:
-                cur = await conn.execute(
-                    "SELECT 1 FROM audit.events "
-                    "WHERE source_topic = %s AND source_partition = %s AND source_offset = %s",
-                    token,
-                )
-                if await cur.fetchone() is not None:
+                cur = await conn.execute("SELECT hivemem.token_audited(%s, %s, %s)",
+                                         (token.topic, token.partition, token.offset))  # fmt: skip
+                row = await cur.fetchone()
+                mine = row[0] if row else None
+                if mine is False:
+                    raise ForeignToken(str(token))
+                if mine is True:
                     ends = await watermarks()
             if ends is not None:
                 cur = await conn.execute(

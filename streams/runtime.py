@@ -54,6 +54,8 @@ from streams.records import OUT_HEADER, LogRecord, OutRecord, from_message
 log = logging.getLogger("hivemem.streams")
 OUTAGES = (psycopg.OperationalError, psycopg.InterfaceError, KafkaException, PublishFailed)
 HEARTBEAT_S = 1.0
+# consume() waits this long for a full batch: short, so a light load is not held back.
+POLL_S = 0.01
 TICK_S = 0.2  # an idle loop still calls process([]) this often (the governance processor's expiry)
 FLUSH_TIMEOUT_S = 30.0
 
@@ -134,7 +136,7 @@ class StreamRuntime:
 
     def _step(self, stop: threading.Event) -> None:
         assert self._consumer is not None
-        records = self._records(self._consumer.consume(self.batch_size, timeout=0.05))
+        records = self._records(self._consumer.consume(self.batch_size, timeout=POLL_S))
         fresh = [r for r in records if r.offset >= self.next.get((r.topic, r.partition), 0)]
         if not fresh and time.monotonic() - self._tick < TICK_S:
             self._heartbeat()

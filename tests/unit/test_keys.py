@@ -75,6 +75,17 @@ def test_revoked_key_is_refused_from_the_revocation_on() -> None:
     assert register(d, offline_client(), k1, t + 7) == "KEY_CONFLICT"  # key ids are never reused
 
 
+def test_only_the_deployment_key_revokes() -> None:
+    d, c, t = GateDriver(gate_config()), offline_client(), now_ms()
+    k1, k2 = Ed25519Signer.generate("k1"), Ed25519Signer.generate("k2")
+    register(d, c, k1, t)
+    c.use_key(k1)
+    register(d, c, k2, t + 1)  # rotation: k2 replaces k1
+    c.use_key(k2)
+    stolen = c.build("identity", {"action": "REVOKE", "keyId": k1.key_id}, timestamp_ms=t + 2)
+    assert pipe(d, stolen) == "KEY_NOT_AUTHORIZED"
+
+
 def test_bad_registrations_have_reason_codes() -> None:
     d, c, t = GateDriver(gate_config()), offline_client(), now_ms()
     k1, k2 = Ed25519Signer.generate("k1"), Ed25519Signer.generate("k2")

@@ -1,0 +1,76 @@
+"""The HTTP API (FastAPI): one router per area, one error shape, the body cap.
+
+Every error is JSON ``{"code": ..., "detail": ...}`` with a stable code (see docs/http-api.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+
+from projections.http import claws, envelopes, governance, health
+from projections.http.context import ApiDeps, Ctx
+from projections.http.errors import install_error_handlers
+from projections.http.limits import MAX_BODY_BYTES, BodyLimit
+
+MIN_LONG, MAX_LONG = -(2**63), 2**63 - 1
+DESCRIPTION = f"""Event-sourced memory for fleets of AI agents.
+
+Authenticate with `Authorization: Bearer <token>` (`hivemem token --tenant T [--claw C]`).
+Every error is `{{"code": "...", "detail": "..."}}`. Request bodies are limited to {MAX_BODY_BYTES} bytes.
+"""
+
+
+def create_app(deps: ApiDeps) -> FastAPI:
+    ctx = Ctx(deps)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await ctx.pool.open(wait=True, timeout=30)
+        yield
+        await ctx.pool.close()
+
+    app = FastAPI(title="HiveMem", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    install_error_handlers(app)
+
+    @app.middleware("http")
+    async def count(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        response = await call_next(request)
+        route = getattr(request.scope.get("route"), "path", "unmatched")
+        ctx.requests.labels(request.method, route, str(response.status_code)).inc()
+        return response
+
+    # Outermost (added last): an oversized body is refused before anything reads it.
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    for area in (health, envelopes, claws, governance):
+        app.include_router(area.router(ctx))
+    _exact_bounds(app)
+    return app
+
+
+def _exact_bounds(app: FastAPI) -> None:
+    """FastAPI's OpenAPI model holds ``minimum``/``maximum`` as floats, which turns the Avro long
+    bound 2^63-1 into 2^63 (a value the server refuses). Give the document back integer bounds."""
+    generate = app.openapi
+
+    def fix(node: Any) -> None:
+        if isinstance(node, dict):
+            for key in ("minimum", "maximum"):
+                value = node.get(key)
+                if isinstance(value, float) and value.is_integer():
+                    node[key] = max(MIN_LONG, min(MAX_LONG, int(value)))
+            for child in node.values():
+                fix(child)
+        elif isinstance(node, list):
+            for child in node:
+                fix(child)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            fix(generate())
+        return app.openapi_schema  # type: ignore[return-value]
+
+    app.openapi = openapi  # type: ignore[method-assign]

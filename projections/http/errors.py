@@ -1,0 +1,127 @@
+"""One error shape for every answer that is not a success: ``{"code": ..., "detail": ...}``.
+
+Our own errors, FastAPI's request validation, Starlette's 400/404/405 and anything unexpected
+all leave through here, so a client can always read ``code`` (and OpenAPI says so: routes
+declare ``ErrorBody`` for their error statuses, not FastAPI's ``HTTPValidationError``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+from confluent_kafka import KafkaException
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from psycopg_pool import PoolTimeout
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from projections.auth import AuthError
+
+log = logging.getLogger("hivemem.api")
+
+MAX_DETAIL = 1_000  # details quote caller input; a 1 MB field must not come back in full
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, detail: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail, self.headers = status, code, detail, headers
+
+
+class ErrorBody(BaseModel):
+    """Every error answer."""
+
+    code: str = Field(description="stable reason code, e.g. AUTH_MISSING, INVALID_FIELD, NOT_FOUND")
+    detail: str = Field(description="human-readable explanation; not stable")
+
+
+_DESCRIPTIONS = {
+    400: "The request could not be read (BAD_REQUEST)",
+    401: "No, invalid or expired bearer token (AUTH_MISSING, AUTH_INVALID, AUTH_EXPIRED), or an envelope whose "
+    "key or signature does not verify (UNKNOWN_KEY, BAD_SIGNATURE)",
+    403: "The token's tenant is not configured (UNKNOWN_TENANT), or the envelope names another tenant or claw "
+    "(TENANT_MISMATCH, CLAW_MISMATCH)",
+    404: "Not found",
+    413: "Request body over the limit, or an envelope too large for one Kafka record (PAYLOAD_TOO_LARGE)",
+    422: "A parameter, body or field that is refused (INVALID_REQUEST, INVALID_FIELD, INVALID_CONSISTENCY_TOKEN, ...)",
+    503: "Postgres or Kafka is unavailable (DATABASE_UNAVAILABLE, KAFKA_UNAVAILABLE, PUBLISH_FAILED)",
+    504: "The read model did not reach the consistency token within wait_ms (CONSISTENCY_TIMEOUT)",
+}
+
+# Statuses Starlette raises itself (routing, body parsing) and the code each gets.
+_HTTP_CODES = {400: "BAD_REQUEST", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE",
+               415: "UNSUPPORTED_MEDIA_TYPE"}  # fmt: skip
+
+
+def error_responses(*statuses: int, **described: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses=`` for these error statuses, all with ``ErrorBody``; ``described``
+    (``_404="..."``) overrides a description."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        out[status] = {"model": ErrorBody, "description": described.get(f"_{status}", _DESCRIPTIONS[status])}
+    return out
+
+
+def printable(text: str) -> str:
+    """Text safe to put in a JSON body: valid UTF-8 (lone surrogates escaped), bounded."""
+    if len(text) > MAX_DETAIL:
+        text = text[:MAX_DETAIL] + "…"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def error_response(status: int, code: str, detail: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"code": code, "detail": printable(detail)}, status_code=status, headers=headers)
+
+
+def error_bytes(code: str, detail: str) -> bytes:
+    """The same body, for the layers below FastAPI (ASGI middleware, the HTTP protocol)."""
+    return json.dumps({"code": code, "detail": printable(detail)}).encode()
+
+
+def describe_validation(errors: list[Any]) -> str:
+    """``where: what`` of the first error of a pydantic/FastAPI validation failure."""
+    first = errors[0] if errors else {}
+    where = ".".join(str(p) for p in first.get("loc", ())) or "request"
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.detail, exc.headers)
+
+    @app.exception_handler(AuthError)
+    async def _auth_error(_: Request, exc: AuthError) -> JSONResponse:
+        return error_response(401, exc.code, exc.detail, {"WWW-Authenticate": "Bearer"})
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(422, "INVALID_REQUEST", describe_validation(list(exc.errors())))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, f"HTTP_{exc.status_code}")
+        return error_response(exc.status_code, code, str(exc.detail), exc.headers)
+
+    @app.exception_handler(psycopg.OperationalError)
+    @app.exception_handler(PoolTimeout)
+    async def _database(_: Request, exc: Exception) -> JSONResponse:
+        log.warning("database unavailable: %s", exc)
+        return error_response(503, "DATABASE_UNAVAILABLE", "the database is not reachable; retry later")
+
+    @app.exception_handler(KafkaException)
+    async def _kafka(_: Request, exc: KafkaException) -> JSONResponse:
+        log.warning("kafka unavailable: %s", exc)
+        return error_response(503, "KAFKA_UNAVAILABLE", "Kafka is not reachable; retry later")
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        # A bug: logged with its traceback, answered in the one error shape without internals.
+        log.error("unhandled error", exc_info=exc)
+        return error_response(500, "INTERNAL_ERROR", "unexpected server error (logged)")

@@ -1,0 +1,119 @@
+"""``/healthz`` (the process answers), ``/readyz`` (it can do its job: Postgres, Kafka and every
+processor running, heartbeating and keeping up) and ``/metrics`` (Prometheus text).
+
+No `from __future__ import annotations` here: FastAPI must see the real types.
+"""
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, Gauge, generate_latest
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from projections.http.context import Ctx
+
+
+class ProcessorCheck(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    ok: bool
+    state: str  # running | reconnecting | stopped, or missing (no row: never started)
+    heartbeat_age_s: float | None
+    lag: int | None  # records behind the end of its inputs
+    last_batch_at: int | None  # ms since the epoch
+
+
+class ReadyChecks(BaseModel):
+    postgres: str
+    kafka: str
+    projection_lag: dict[str, int] | str
+    processors: dict[str, ProcessorCheck] | str
+
+
+class ReadyView(BaseModel):
+    ready: bool
+    checks: ReadyChecks
+
+
+class Health(BaseModel):
+    status: str
+
+
+_PROGRESS = """SELECT processor, state, extract(epoch FROM clock_timestamp() - heartbeat_at)::float8, lag,
+                      (extract(epoch FROM last_batch_at) * 1000)::bigint
+               FROM hivemem.processor_progress"""
+
+
+def router(ctx: Ctx) -> APIRouter:
+    deps = ctx.deps
+    r = APIRouter(tags=["health"])
+    audit_gauge = Gauge("hivemem_audit_events", "Audited inbound records", ["outcome", "reason_code"],
+                        registry=ctx.metrics)  # fmt: skip
+    lag_gauge = Gauge("hivemem_projection_lag", "Records not yet folded", ["projection"], registry=ctx.metrics)
+
+    @r.get("/healthz", response_model=Health)
+    async def healthz() -> Health:
+        return Health(status="ok")
+
+    async def processors() -> dict[str, ProcessorCheck]:
+        async with ctx.pool.connection() as conn:
+            rows: list[Any] = await (await conn.execute(_PROGRESS)).fetchall()
+        seen = {str(p): (str(state), float(age), int(lag), last) for p, state, age, lag, last in rows}
+        out: dict[str, ProcessorCheck] = {}
+        for name in deps.processors:
+            if name not in seen:
+                out[name] = ProcessorCheck(ok=False, state="missing", heartbeat_age_s=None, lag=None,
+                                           last_batch_at=None)  # fmt: skip
+                continue
+            state, age, lag, last = seen[name]
+            ok = state == "running" and age < deps.ready_stale_s and lag <= deps.ready_max_lag
+            out[name] = ProcessorCheck(ok=ok, state=state, heartbeat_age_s=round(age, 3), lag=lag,
+                                       last_batch_at=None if last is None else int(last))  # fmt: skip
+        return out
+
+    @r.get("/readyz", response_model=ReadyView,
+           responses={503: {"model": ReadyView, "description": "Not ready: see the failing checks"}})  # fmt: skip
+    async def readyz() -> JSONResponse:
+        postgres, kafka = "ok", "ok"
+        procs: dict[str, ProcessorCheck] | str = "not checked: postgres is down"
+        try:
+            async with ctx.pool.connection() as conn:
+                await conn.execute("SELECT 1")
+        except Exception as exc:  # reported in the body: /readyz answers, whatever is down
+            postgres = f"error: {type(exc).__name__}"
+        if postgres == "ok":
+            try:
+                procs = await processors()
+            except Exception as exc:
+                procs = f"error: {type(exc).__name__}"
+        if not await run_in_threadpool(deps.kafka_ok):
+            kafka = "unreachable"
+        lag: dict[str, int] | str
+        try:
+            lag = await run_in_threadpool(deps.projection_lag)
+        except Exception as exc:
+            lag = f"error: {type(exc).__name__}"
+        ready = postgres == "ok" and kafka == "ok" and isinstance(procs, dict) and all(p.ok for p in procs.values())
+        view = ReadyView(ready=ready, checks=ReadyChecks(postgres=postgres, kafka=kafka, projection_lag=lag,
+                                                         processors=procs))  # fmt: skip
+        return JSONResponse(view.model_dump(by_alias=True), status_code=200 if ready else 503)
+
+    @r.get("/metrics", response_class=Response,
+           responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                            "description": "Prometheus text exposition"}})  # fmt: skip
+    async def metrics() -> Response:
+        try:
+            async with ctx.pool.connection() as conn:
+                cur = await conn.execute("SELECT outcome, reason_code, n FROM hivemem.audit_counts()")
+                for outcome, reason, n in await cur.fetchall():
+                    audit_gauge.labels(outcome, reason).set(float(n))  # type: ignore[arg-type]
+            for name, lag in (await run_in_threadpool(deps.projection_lag)).items():
+                lag_gauge.labels(name).set(lag)
+        except Exception:  # the counters still answer while Postgres or Kafka is down
+            pass
+        return Response(generate_latest(ctx.metrics), media_type=CONTENT_TYPE_LATEST)
+
+    return r
