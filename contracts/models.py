@@ -21,7 +21,7 @@ MAX_TEXT = 65_536  # free text (statements, summaries, content)
 MAX_ITEMS = 256  # list and map entries
 
 
-def _clean_text(value: str) -> str:
+def clean_text(value: str) -> str:
     # Postgres text cannot hold NUL; a lone surrogate cannot be encoded as UTF-8 (Avro).
     if "\x00" in value:
         raise ValueError("must not contain the NUL character")
@@ -32,10 +32,10 @@ def _clean_text(value: str) -> str:
     return value
 
 
-Id = Annotated[str, Field(min_length=1, max_length=MAX_ID), AfterValidator(_clean_text)]
-Label = Annotated[str, Field(max_length=MAX_LABEL), AfterValidator(_clean_text)]
-Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT), AfterValidator(_clean_text)]
-OptText = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_clean_text)]
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID), AfterValidator(clean_text)]
+Label = Annotated[str, Field(max_length=MAX_LABEL), AfterValidator(clean_text)]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT), AfterValidator(clean_text)]
+OptText = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(clean_text)]
 Long = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]  # Avro long
 Int = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]  # Avro int
 

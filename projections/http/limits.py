@@ -7,7 +7,7 @@ from __future__ import annotations
 from pydantic import AfterValidator
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from contracts.models import MAX_ID, MAX_LABEL
+from contracts.models import MAX_ID, MAX_LABEL, clean_text
 from projections.http.errors import error_bytes
 
 # 1 MiB: room for the largest envelope the field limits allow in ordinary text, while one
@@ -15,17 +15,6 @@ from projections.http.errors import error_bytes
 MAX_BODY_BYTES = 1_048_576
 MAX_TOKEN = 300  # topic (at most 249) : partition : offset
 MAX_INSTANT = 64
-
-
-def clean_text(value: str) -> str:
-    # Postgres text cannot hold NUL; a lone surrogate cannot be encoded as UTF-8 (psycopg).
-    if "\x00" in value:
-        raise ValueError("must not contain the NUL character")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError("must be valid Unicode (no lone surrogates)") from exc
-    return value
 
 
 # Annotated metadata for path and query strings, beside a Path()/Query() with the length bound
