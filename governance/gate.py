@@ -211,12 +211,13 @@ def first_claims(verdicts: Iterable[Verdict]) -> dict[Claim, Position]:
     return wanted
 
 
-def rejection(verdict: Reject, processor: str) -> Rejection:
-    """The rejection record of a refused inbound record; it always fits (bounded fields, and
-    of an oversized original only a slice, with the whole record's size and SHA-256)."""
+def rejection(verdict: Reject, processor: str, *, keep_original: bool = True) -> Rejection:
+    """The rejection record of a refused record; it always fits (bounded fields, and of an
+    oversized original only a slice, with the whole record's size and SHA-256). Without
+    ``keep_original`` it only names its source (a record already in the log, e.g. accepted.*)."""
     m = verdict.meta or RecordMeta()
     rec = verdict.record
-    original = rec.value or b""
+    original = (rec.value or b"") if keep_original else b""
     return Rejection(
         event_id=derived_event_id(rec.position),
         reason_code=verdict.code,
@@ -234,6 +235,6 @@ def rejection(verdict: Reject, processor: str) -> Rejection:
         idempotency_key=m.idempotency_key,
         envelope_event_id=m.event_id,
         original=original[:ORIGINAL_LIMIT],
-        original_size=len(original),
-        original_sha256=hashlib.sha256(original).hexdigest(),
+        original_size=len(original) if keep_original else None,
+        original_sha256=hashlib.sha256(original).hexdigest() if keep_original else None,
     )

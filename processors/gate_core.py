@@ -48,7 +48,6 @@ class GateCore:
         self.cfg = dataclasses.replace(cfg, keys=Keys(cfg.keys, keys))
         self.store = store
         self.keys = keys
-        self.outcomes: Counter[str] = Counter()
         self._batches = 0
 
     def process(self, batch: Sequence[InboundRecord]) -> list[OutRecord]:
@@ -84,11 +83,9 @@ class GateCore:
         rec = verdict.record
         headers = ((SRC_HEADER, rec.position.encode()), (LOG_TIME_HEADER, str(rec.log_time).encode()))
         if isinstance(verdict, Accept):
-            self.outcomes["ACCEPTED"] += 1
             assert rec.value is not None
             topic = self.cfg.topics.accepted(verdict.envelope.type)
             return OutRecord(topic, rec.position.partition, rec.key, rec.value, headers)
-        self.outcomes[verdict.code] += 1
         value = encode_rejection(rejection(verdict, self.cfg.processor))
         return OutRecord(self.cfg.topics.rejected, rec.position.partition, rec.key, value, headers)
 
@@ -118,9 +115,7 @@ class GateProcessor:
         return self.cfg.topics.gate_inputs()
 
     def open(self, conn: Conn) -> None:
-        outcomes = self.core.outcomes
         self.core = GateCore(self.cfg, PostgresClaimStore(conn), PostgresKeyStore(conn))
-        self.core.outcomes = outcomes
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
         return self.core.process([inbound(r) for r in records])

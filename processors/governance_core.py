@@ -21,7 +21,7 @@ from contracts.avro import decode_envelope, encode_envelope, encode_rejection, r
 from contracts.models import DecisionPayload, Envelope, FactPayload, Rejection
 from contracts.positions import LogPosition
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames, partition_key
-from governance.gate import RecordMeta, bounded, derived_event_id
+from governance.gate import InboundRecord, RecordMeta, Reject, derived_event_id, rejection
 from governance.signing import SYSTEM_CLAW, Signer, sign_envelope
 from governance.voting import DecisionOut, FactOut, GovernanceState, Output, Ref, Refusal, VotingConfig
 from processors.gate_core import meta_of
@@ -99,12 +99,9 @@ class GovernanceCore:
         """PROCESSING_ERROR for an accepted record the rules could not take (a bug, never silent)."""
         rec = failure.record
         m = meta_of(rec.value) or RecordMeta()
-        rej = Rejection(event_id=derived_event_id(rec.position), reason_code=PROCESSING_ERROR,
-                        detail=bounded(failure.detail, 1000) or "", processor=PROCESSOR, source_topic=rec.topic,
-                        source_partition=rec.partition, source_offset=rec.offset, log_time=rec.log_time(),
-                        tenant=m.tenant, type=m.type, trace_id=m.trace_id, claw_id=m.claw_id,
-                        instance_id=m.instance_id, idempotency_key=m.idempotency_key,
-                        envelope_event_id=m.event_id)  # fmt: skip
+        refused = Reject(InboundRecord(rec.position, rec.log_time(), rec.key, rec.value), PROCESSING_ERROR,
+                         failure.detail, m)  # fmt: skip
+        rej = rejection(refused, PROCESSOR, keep_original=False)
         key = f"{m.tenant}/{m.type}:{m.event_id}".encode()
         return OutRecord(self.names.rejected, rec.partition, key, encode_rejection(rej))
 
@@ -120,7 +117,6 @@ class GovernanceProcessor:
         self.core = GovernanceCore(names, signer)
         self.store: GovernanceStore = store or InMemoryGovernanceStore()
         self.state = self.store.load(cfg)
-        self.outcomes: Counter[str] = Counter()
 
     def input_topics(self) -> list[str]:
         return self.core.input_topics()

@@ -92,13 +92,17 @@ def _raw(v: str | bytes | None) -> bytes:
     return v.encode() if isinstance(v, str) else (v or b"")
 
 
-def _read_all(stack: Stack, topic: str) -> list[tuple[bytes, dict[str, bytes]]]:
+def _read_all(stack: Stack, topic: str, last: int | None = None) -> list[tuple[bytes, dict[str, bytes]]]:
+    """Every record of ``topic`` (or the ``last`` of each partition): value and headers."""
     end = high_watermarks(stack.settings.require_kafka(), [topic])
-    c = Consumer({"bootstrap.servers": stack.settings.require_kafka(), "group.id": f"t-{uuid.uuid4()}"})
-    c.assign([TopicPartition(t, p, 0) for (t, p) in end])
+    c = Consumer({"bootstrap.servers": stack.settings.require_kafka(), "group.id": f"t-{uuid.uuid4()}",
+                  "fetch.message.max.bytes": 8_000_000})  # fmt: skip
+    start = {tp: 0 if last is None else max(0, e - last) for tp, e in end.items()}
+    c.assign([TopicPartition(t, p, start[(t, p)]) for (t, p) in end])
+    want = sum(end.values()) - sum(start.values())
     out: list[tuple[bytes, dict[str, bytes]]] = []
     deadline = time.monotonic() + 60
-    while len(out) < sum(end.values()) and time.monotonic() < deadline:
+    while len(out) < want and time.monotonic() < deadline:
         for m in c.consume(500, timeout=0.5):
             if m.error() is None:
                 out.append((m.value() or b"", {str(h[0]): _raw(h[1]) for h in m.headers() or []}))
@@ -234,27 +238,11 @@ def test_an_unsigned_record_just_under_1_mb_is_refused_and_the_rejection_fits(st
     got = wait_until(lambda: _verdicts(stack, positions), what="21 verdicts")
     assert got[positions[10]] == "MISSING_FIELD"
     assert Counter(got.values()) == {"ACCEPTED": 20, "MISSING_FIELD": 1}
-    rejected = [v for v, h in _read_tail(stack, stack.settings.topics.rejected, 2000)
+    rejected = [v for v, h in _read_all(stack, stack.settings.topics.rejected, last=2000)
                 if h.get(SRC_HEADER) == "{}:{}:{}".format(*positions[10]).encode()]  # fmt: skip
     assert len(rejected) == 1
     rej = decode_rejection(rejected[0])
     assert rej.original_size == len(big_bytes) and len(rej.original) == 64 * 1024
-
-
-def _read_tail(stack: Stack, topic: str, n: int) -> list[tuple[bytes, dict[str, bytes]]]:
-    end = high_watermarks(stack.settings.require_kafka(), [topic])
-    c = Consumer({"bootstrap.servers": stack.settings.require_kafka(), "group.id": f"t-{uuid.uuid4()}",
-                  "fetch.message.max.bytes": 8_000_000})  # fmt: skip
-    c.assign([TopicPartition(t, p, max(0, e - n)) for (t, p), e in end.items()])
-    want = sum(min(n, e) for e in end.values())
-    out: list[tuple[bytes, dict[str, bytes]]] = []
-    deadline = time.monotonic() + 60
-    while len(out) < want and time.monotonic() < deadline:
-        for m in c.consume(500, timeout=0.5):
-            if m.error() is None:
-                out.append((m.value() or b"", {str(h[0]): _raw(h[1]) for h in m.headers() or []}))
-    c.close()
-    return out
 
 
 def _publish_burst(stack: Stack, n: int, during: object) -> list[tuple[str, int, int]]:
