@@ -231,9 +231,11 @@ def test_openapi_matches_the_server_schemathesis_all_checks(stack: Stack, tmp_pa
     config = tmp_path / "schemathesis.toml"
     config.write_text(SCHEMATHESIS_CONFIG)
     cli = Path(sys.executable).parent / "schemathesis"
+    # One worker: with two threads, Hypothesis' ast.parse of filter lambdas trips a CPython 3.11
+    # thread-safety bug ("AST constructor recursion depth mismatch") now and then.
     cmd = [str(cli), "--config-file", str(config), "--no-color", "run", f"{stack.api_url}/openapi.json",
            "--checks", "all", "--header", f"Authorization: Bearer {token}", "--max-examples", "200", "--seed", "4",
-           "--generation-database", "none", "--request-timeout", "30", "--workers", "2",
+           "--generation-database", "none", "--request-timeout", "30", "--workers", "1",
            "--report", "junit", "--report-dir", str(tmp_path)]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-20_000:] + done.stderr[-5_000:]
