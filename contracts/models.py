@@ -105,7 +105,10 @@ class IdentityPayload(WireModel):
     replaces: Id | None = None
 
 
-ObservationType = Literal["ANOMALY", "DOMAIN", "WORKFLOW", "EFFICIENCY", "REGULATORY", "CONSENSUS"]
+ObservationType = Literal[
+    "ANOMALY_DETECTED", "DOMAIN_SIGNAL", "WORKFLOW_PATTERN", "EFFICIENCY_DELTA", "REGULATORY_SHIFT", "CONSENSUS_SIGNAL",
+    "ANOMALY", "DOMAIN", "WORKFLOW", "EFFICIENCY", "REGULATORY", "CONSENSUS",  # v1 names, aliases of the above
+]  # fmt: skip
 Domain = Literal[
     "legal", "finance", "procurement", "hr", "customer_support", "logistics", "manufacturing",
     "healthcare", "real_estate", "education", "government", "retail", "technology", "general",
@@ -113,18 +116,23 @@ Domain = Literal[
 
 
 class ObservationPayload(WireModel):
+    """A CAML observation (schema v2). ``evidence_count`` is the deprecated v1 field, ignored."""
+
     observation_id: Id
     observation_type: ObservationType
     domain: Domain
     summary: Text
     pattern: OptText = "{}"
-    evidence_count: Int = Field(default=1, ge=0)
-    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    evidence_count: Int = Field(default=0, ge=0)
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+    evidence: list[Id] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class ValidationPayload(WireModel):
+    """Feedback on a recalled observation; UNCERTAIN (v1) means INCONCLUSIVE."""
+
     observation_id: Id
-    verdict: Literal["CONFIRMED", "REFUTED", "UNCERTAIN"]
+    verdict: Literal["CONFIRMED", "REFUTED", "INCONCLUSIVE", "UNCERTAIN"]
     note: OptText | None = None
 
 

@@ -52,6 +52,31 @@ class TopicNames:
     def rejected(self) -> str:
         return f"{self.prefix}{REJECTED}"
 
+    # CAML's internal topics (contracts/caml_records.py), written by HiveMem's processors only.
+    @property
+    def caml_events(self) -> str:
+        return f"{self.prefix}caml.events"
+
+    @property
+    def caml_status(self) -> str:
+        """Deployment suspensions and reinstatements; the gate enforces them."""
+        return f"{self.prefix}caml.status"
+
+    @property
+    def caml_audit(self) -> str:
+        return f"{self.prefix}caml.audit"
+
+    @property
+    def caml_embeddings(self) -> str:
+        return f"{self.prefix}caml.embeddings"
+
+    @property
+    def caml_roots(self) -> str:
+        return f"{self.prefix}caml.roots"
+
+    def caml_topics(self) -> list[str]:
+        return [self.caml_events, self.caml_status, self.caml_audit, self.caml_embeddings, self.caml_roots]
+
     def gate_inputs(self) -> list[str]:
         return [self.inbound(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
 
@@ -59,7 +84,7 @@ class TopicNames:
         names = [self.inbound(t) for t in ENVELOPE_TYPES]
         names += [self.accepted(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
         names.append(self.rejected)
-        return names
+        return names + self.caml_topics()
 
     def type_of(self, topic: str) -> str | None:
         """The envelope type a topic carries (inbound or accepted), or None."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from contracts.avro import ContractError, decode_record, envelope_from_decoded, signing_bytes
 from contracts.models import Envelope, Rejection
@@ -114,11 +114,23 @@ class Reject:
 Verdict = Accept | Reject
 
 
+class Suspensions(Protocol):
+    """Deployments suspended at run time (CAML's PII rule), beside the configured ones."""
+
+    def is_suspended(self, tenant: str, claw_id: str) -> bool: ...
+
+
+class NoSuspensions:
+    def is_suspended(self, tenant: str, claw_id: str) -> bool:
+        return False
+
+
 @dataclass(frozen=True)
 class GateConfig:
     topics: TopicNames
     tenants: Mapping[str, TenantPolicy]
     keys: KeyResolver
+    suspensions: Suspensions = field(default_factory=NoSuspensions)
     system_claw_ids: frozenset[str] = frozenset({"hivemem-gate", "hivemem-governance"})
     clock_skew_ms: int = CLOCK_SKEW_MS
     processor: str = "gate"
@@ -170,7 +182,7 @@ def check(rec: InboundRecord, cfg: GateConfig) -> Verdict:
         return _reject(rec, verifier.code, verifier.detail, env)
     if not verifier.verify(signing_bytes(decoded.writer, decoded.writer_record), env.signature):
         return _reject(rec, "BAD_SIGNATURE", "signature does not verify", env)
-    if env.claw_id in policy.suspended_claws:
+    if env.claw_id in policy.suspended_claws or cfg.suspensions.is_suspended(env.tenant, env.claw_id):
         return _reject(rec, "CLAW_SUSPENDED", f"claw {env.claw_id} is suspended", env)
     if env.type in GOVERNED_TYPES and not policy.governance_enabled:
         return _reject(rec, "GOVERNANCE_DISABLED", f"governance is disabled for {env.tenant}", env)

@@ -47,6 +47,7 @@ class TenantPolicy:
     operator_secrets: Mapping[str, bytes]  # secret id -> secret
     governance_enabled: bool = True
     suspended_claws: frozenset[str] = field(default_factory=frozenset)
+    caml_tier: str = "pro"  # CAML write quota: free 20/h, pro 1,000/h, enterprise 100,000/h
 
 
 @dataclass(frozen=True)

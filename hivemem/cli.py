@@ -80,6 +80,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return run_replay(Settings.from_env(), args.projection, console)
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from hivemem.audit_cli import run_roots, run_verify
+
+    settings = Settings.from_env()
+    if args.action == "roots":
+        return run_roots(settings, args.day, console)
+    return run_verify(settings, args.day, console)
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     rest = list(args.rest)
     which = rest.pop(0) if rest and not rest[0].startswith("-") else "pipeline"
@@ -115,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     replay = sub.add_parser("replay", help="rebuild read models from the start of the log, compare digests")
     replay.add_argument("--projection", default=None, help="one read model (default: all)")
     replay.set_defaults(func=cmd_replay)
+    audit = sub.add_parser("audit", help="CAML audit: publish daily Merkle roots, or verify entries and roots")
+    audit.add_argument("action", choices=["roots", "verify"], help="roots: publish a day's roots; verify: check all")
+    audit.add_argument("--day", default=None, help="YYYY-MM-DD (UTC); roots: default yesterday; verify: default all")
+    audit.set_defaults(func=cmd_audit)
     bench = sub.add_parser("bench", help="benchmarks: hivemem bench pipeline|governance [options]")
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=cmd_bench)

@@ -1,5 +1,5 @@
 """Long-running services, each its own process:
-``python -m hivemem.services gate|governance|projectors [NAME...]|api``.
+``python -m hivemem.services gate|governance|caml|projectors [NAME...]|api``.
 
 They read ``HIVEMEM_KAFKA_BOOTSTRAP`` and ``HIVEMEM_DATABASE_URL``; ``hivemem up`` sets both.
 Every processor runs on the one stream runtime (``streams.runtime``). A service stops within
@@ -20,14 +20,16 @@ from governance.identity import DeploymentKeys
 from hivemem.settings import Settings
 from projections.read_models import Projection
 from projections.read_models.audit import AuditProjection
+from projections.read_models.caml import CamlProjection
 from projections.read_models.claws import ClawsProjection
 from projections.read_models.governance import GovernanceProjection
 from streams.kafka import TP
 from streams.processor import Processor
 from streams.runtime import StreamRuntime
 
-# Every processor /readyz expects to see alive: the gate, the governance processor, each read model.
-PROCESSORS = ["gate", "governance-processor", "claws", "audit", "governance"]
+# Every processor /readyz expects to see alive: the gate, the governance processor, the caml
+# processor, each read model (and the embedder, whose name carries its model: processors()).
+PROCESSORS = ["gate", "governance-processor", "caml", "claws", "audit", "governance"]
 log = logging.getLogger("hivemem.services")
 
 
@@ -38,6 +40,7 @@ def projections(settings: Settings) -> dict[str, Projection]:
         "claws": ClawsProjection(),
         "audit": AuditProjection(output_verifier=verifier),
         "governance": GovernanceProjection(output_verifier=verifier),
+        "caml": CamlProjection(),
     }
 
 
@@ -48,9 +51,13 @@ def _stop_on_signals() -> threading.Event:
     return stop
 
 
-def run_processors(settings: Settings, processors: list[Processor]) -> None:
-    """Run processors on the stream runtime, one thread each, until a signal arrives."""
+def run_processors(settings: Settings, processors: list[Processor],
+                   jobs: list[Callable[[Settings, threading.Event], None]] | None = None) -> None:  # fmt: skip
+    """Run processors on the stream runtime, one thread each (and ``jobs``, e.g. the daily
+    Merkle roots, each in a thread), until a signal arrives."""
     stop = _stop_on_signals()
+    for job in jobs or []:
+        threading.Thread(target=job, args=(settings, stop), name=job.__name__, daemon=True).start()
     kafka, db = settings.require_kafka(), settings.require_database()
     threads = []
     for p in processors:
@@ -81,6 +88,27 @@ def governance_processor(settings: Settings) -> Processor:
     return GovernanceProcessor(settings.voting(), settings.topics, settings.load_config().system_signer())
 
 
+def caml_processors(settings: Settings) -> list[Processor]:
+    """The caml processor (PII cascade, reputation, rate limits) and the embedder."""
+    from governance.caml.rate_limit import tier_limit
+    from hivemem.caml_wiring import embedder, pii_scanner
+    from processors.caml_core import CamlProcessor
+    from processors.caml_embedder import EmbedderProcessor
+
+    config = settings.load_config()
+    limits = {name: tier_limit(policy.caml_tier) for name, policy in config.tenants.items()}
+    return [CamlProcessor(settings.topics, pii_scanner(), limits, tier_limit("free")),
+            EmbedderProcessor(settings.topics, embedder())]  # fmt: skip
+
+
+def expected_processors() -> list[str]:
+    """What /readyz waits for: the fixed processors and the embedder of the configured model."""
+    from hivemem.caml_wiring import embedder
+    from processors.caml_embedder import embedder_name
+
+    return [*PROCESSORS, embedder_name(embedder().model_id)]
+
+
 def projection_processors(settings: Settings, only: list[str] | None = None) -> list[Processor]:
     from projections.projector import ProjectionProcessor
 
@@ -103,9 +131,26 @@ def projection_lag(settings: Settings, watermarks: Callable[[list[str]], dict[TP
     return out
 
 
+def sync_operators(settings: Settings) -> None:
+    """caml_operators mirrors the tenants file (operator = tenant, with its tier)."""
+    import psycopg
+
+    from governance.caml.rate_limit import tier_limit
+
+    tenants = settings.load_config().tenants
+    with psycopg.connect(settings.require_database(), autocommit=True) as conn, conn.transaction():
+        for name, policy in tenants.items():
+            conn.execute(
+                "INSERT INTO caml.caml_operators (tenant, tier, writes_per_hour) VALUES (%s, %s, %s) "
+                "ON CONFLICT (tenant) DO UPDATE SET tier = excluded.tier, writes_per_hour = excluded.writes_per_hour",
+                (name, policy.caml_tier, tier_limit(policy.caml_tier)),
+            )
+
+
 def run_api(settings: Settings) -> None:
     from confluent_kafka import Producer
 
+    from hivemem.caml_wiring import CamlPublisher, embedder
     from hivemem.kafka_topics import kafka_reachable
     from producers.claw_client import EnvelopePublisher, producer_config
     from projections.api import ApiDeps, create_app, serve
@@ -114,6 +159,8 @@ def run_api(settings: Settings) -> None:
     config = settings.load_config()
     bootstrap = settings.require_kafka()
     watermarks = Watermarks(bootstrap)
+    caml_out = CamlPublisher(bootstrap, settings.topics)
+    sync_operators(settings)
     deps = ApiDeps(
         app_db_url=settings.app_database_url(config),
         token_secret=config.token_secret,
@@ -125,7 +172,10 @@ def run_api(settings: Settings) -> None:
         watermarks=watermarks,
         projection_topics={n: p.topics(settings.topics) for n, p in projections(settings).items()},
         presence_window_ms=int(settings.presence_window_s * 1000),
-        processors=list(PROCESSORS),
+        processors=expected_processors(),
+        embedder=embedder(),
+        caml_audit=caml_out.audit,
+        caml_status=caml_out.status,
     )
     serve(create_app(deps), settings.api_host, settings.api_port)
 
@@ -139,12 +189,16 @@ def main(argv: list[str]) -> None:
         run_processors(settings, [gate_processor(settings)])
     elif which == "governance":
         run_processors(settings, [governance_processor(settings)])
+    elif which == "caml":
+        from hivemem.audit_cli import daily_roots
+
+        run_processors(settings, caml_processors(settings), [daily_roots])
     elif which == "projectors":
         run_processors(settings, projection_processors(settings, argv[1:] or None))
     elif which == "api":
         run_api(settings)
     else:
-        raise SystemExit("usage: python -m hivemem.services gate|governance|projectors [NAME...]|api")
+        raise SystemExit("usage: python -m hivemem.services gate|governance|caml|projectors [NAME...]|api")
 
 
 if __name__ == "__main__":

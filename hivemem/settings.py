@@ -125,6 +125,7 @@ def parse_config(doc: dict[str, object]) -> HiveConfig:
             operator_secrets={k: bytes.fromhex(v) for k, v in t.get("operator_secrets", {}).items()},
             governance_enabled=bool(t.get("governance", True)),
             suspended_claws=frozenset(t.get("suspended_claws", [])),
+            caml_tier=str(t.get("tier", "pro")),
         )
     api = doc.get("api", {})
     assert isinstance(api, dict)
@@ -153,6 +154,7 @@ def write_default_config(path: Path, tenants: dict[str, bool] | None = None) -> 
             f"[tenants.{tenant}]",
             f"governance = {'true' if governance else 'false'}",
             "suspended_claws = []",
+            'tier = "pro"  # CAML write quota: free (20/h), pro (1,000/h) or enterprise (100,000/h)',
             f"[tenants.{tenant}.operator_secrets]",
             f'op1 = "{secrets.token_hex(32)}"',
             "",

@@ -18,7 +18,13 @@ from hivemem.kafka_topics import ensure_topics
 from hivemem.settings import Settings
 from projections.migrations import migrate
 
-SERVICES = {"gate": ["gate"], "governance": ["governance"], "projectors": ["projectors"], "api": ["api"]}
+SERVICES = {
+    "gate": ["gate"],
+    "governance": ["governance"],
+    "caml": ["caml"],
+    "projectors": ["projectors"],
+    "api": ["api"],
+}
 
 
 class ServiceProcess:

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from contracts.avro import ContractError, decode_record, encode_rejection
+from contracts.caml_records import CamlEvent, decode_caml
 from contracts.positions import LogPosition
 from governance.gate import (
     Accept,
@@ -34,6 +35,7 @@ from governance.gate import (
 from governance.keyring import Keys, identity_changes
 from processors.claim_store import ClaimStore, InMemoryClaimStore, PostgresClaimStore
 from processors.key_store import InMemoryKeyStore, KeyStore, PostgresKeyStore
+from processors.suspension_store import InMemorySuspensionStore, PostgresSuspensionStore, SuspensionStore
 from streams.offsets import Conn
 from streams.processor import PROCESSING_ERROR, Failure
 from streams.records import LOG_TIME_HEADER, SRC_HEADER, LogRecord, OutRecord
@@ -103,24 +105,37 @@ def meta_of(value: bytes | None) -> RecordMeta | None:
 
 
 class GateProcessor:
-    """The gate on the stream runtime; its claims and keys live in the batch's transaction."""
+    """The gate on the stream runtime; its claims, keys and suspensions live in the batch's
+    transaction. It also reads ``hivemem.caml.status``: deployments suspended at run time."""
 
     name = NAME
 
     def __init__(self, cfg: GateConfig) -> None:
         self.cfg = cfg
-        self.core = GateCore(cfg, InMemoryClaimStore(), InMemoryKeyStore())
+        self.suspensions: SuspensionStore = InMemorySuspensionStore()
+        self.core = GateCore(dataclasses.replace(cfg, suspensions=self.suspensions), InMemoryClaimStore(),
+                             InMemoryKeyStore())  # fmt: skip
 
     def input_topics(self) -> list[str]:
-        return self.cfg.topics.gate_inputs()
+        return [*self.cfg.topics.gate_inputs(), self.cfg.topics.caml_status]
 
     def open(self, conn: Conn) -> None:
-        self.core = GateCore(self.cfg, PostgresClaimStore(conn), PostgresKeyStore(conn))
+        self.suspensions = PostgresSuspensionStore(conn)
+        self.core = GateCore(dataclasses.replace(self.cfg, suspensions=self.suspensions), PostgresClaimStore(conn),
+                             PostgresKeyStore(conn))  # fmt: skip
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
-        return self.core.process([inbound(r) for r in records])
+        status = self.cfg.topics.caml_status
+        for r in records:
+            if r.topic == status:  # applied before the batch's envelopes are judged
+                ev = decode_caml(r.value or b"", CamlEvent)
+                if ev.kind in ("DEPLOYMENT_SUSPENDED", "DEPLOYMENT_REINSTATED"):
+                    self.suspensions.set(ev.tenant, ev.claw_id, ev.kind == "DEPLOYMENT_SUSPENDED", r.log_time())
+        return self.core.process([inbound(r) for r in records if r.topic != status])
 
     def refuse(self, failure: Failure) -> list[OutRecord]:
+        if failure.record.topic == self.cfg.topics.caml_status:
+            return []  # not an envelope: recorded in processing_failures, nothing to refuse
         rec = inbound(failure.record)
         return [self.core.output(Reject(rec, PROCESSING_ERROR, failure.detail, meta_of(rec.value)))]
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import psycopg
 from psycopg import sql
 
+from projections.caml_migrations import caml_migration
 from projections.http_migrations import HTTP_MIGRATION_10
 from projections.read_models import APP_ROLE
 from projections.read_models.audit import AuditProjection
@@ -121,6 +122,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (8, "governance read model", lambda: GovernanceProjection().ddl("governance")),
     (9, "one stream runtime", lambda: _STREAM_RUNTIME),
     (10, "consistency token check", lambda: HTTP_MIGRATION_10),
+    (11, "caml", caml_migration),
 ]  # fmt: skip
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from streams.records import LogRecord, from_message
 
 TP = tuple[str, int]
 # Outputs may be a little larger than the inbound record they carry (headers), and inbound
@@ -83,3 +86,27 @@ def high_watermarks(bootstrap: str, topics: list[str]) -> dict[TP, int]:
         return wm(topics)
     finally:
         wm.close()
+
+
+def read_topics(bootstrap: str, topics: list[str], timeout_s: float = 60.0) -> list[LogRecord]:
+    """Every record of ``topics`` from offset 0 up to their end offsets now (verification tools)."""
+    ends = {tp: end for tp, end in high_watermarks(bootstrap, topics).items() if end > 0}
+    consumer = Consumer({**consumer_config(bootstrap, "reader"), "group.id": "hivemem-reader"})
+    out: list[LogRecord] = []
+    try:
+        consumer.assign([TopicPartition(t, p, 0) for (t, p) in ends])
+        seen = dict.fromkeys(ends, 0)
+        deadline = time.monotonic() + timeout_s
+        while any(seen[tp] < end for tp, end in ends.items()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"could not read {topics} to their end within {timeout_s} s")
+            for m in consumer.consume(500, 0.5):
+                if m.error() is not None:
+                    continue
+                rec = from_message(m)
+                if rec.offset < ends.get((rec.topic, rec.partition), 0):
+                    out.append(rec)
+                    seen[(rec.topic, rec.partition)] = rec.offset + 1
+    finally:
+        consumer.close()
+    return out

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, Counter
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
+from contracts.caml_records import CamlAuditEntry, CamlEvent
 from contracts.models import Envelope
 from contracts.positions import LogPosition, PositionError
 from contracts.topics import TopicNames
@@ -50,6 +51,9 @@ class ApiDeps:
     processors: list[str] = field(default_factory=lambda: list(DEFAULT_PROCESSORS))
     ready_stale_s: float = 15.0  # a processor whose heartbeat is older is not ready
     ready_max_lag: int = 10_000  # nor one further behind its inputs than this many records
+    embedder: Any = None  # inference.embeddings.Embedder for recall queries (None: recall answers 503)
+    caml_audit: Callable[[CamlAuditEntry], None] | None = None  # appends to hivemem.caml.audit
+    caml_status: Callable[[CamlEvent], None] | None = None  # publishes to hivemem.caml.status (acked)
 
 
 class Consistency(BaseModel):

@@ -1,0 +1,88 @@
+"""The embedder: accepted observations in, their vectors out, as derived events on the log.
+
+Vectors are computed once (the model runs at hundreds of sentences per second; a replay must
+run at tens of thousands of events per second) and published on ``hivemem.caml.embeddings``
+keyed ``<tenant>/observation:<id>|<model>``; the read model folds them like any event.
+
+Its name carries the model id's digest, so a changed model is a new consumer that starts at
+the beginning of ``hivemem.caml.events`` and re-embeds every observation in the background;
+the read model keeps each model's vectors in its own index and recall reads only the
+configured model's (seed 004's switch rule: never two models in one index).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Sequence
+
+from contracts.caml_records import CamlEmbedding, CamlEvent, decode_caml, encode_caml
+from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from inference.embeddings import Embedder
+from streams.offsets import Conn
+from streams.processor import Failure
+from streams.records import LogRecord, OutRecord
+
+
+def embedder_name(model_id: str) -> str:
+    return "caml-embedder-" + hashlib.sha256(model_id.encode()).hexdigest()[:8]
+
+
+def embedding_text(summary: str, pattern: str) -> str:
+    """What is embedded: the summary, then the pattern's values (its keys add nothing)."""
+    try:
+        parsed = json.loads(pattern)
+    except ValueError:
+        parsed = pattern
+    values: list[str] = []
+
+    def walk(x: object) -> None:
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+        elif x is not None:
+            values.append(str(x))
+
+    walk(parsed)
+    return summary + ("\n" + "; ".join(values) if values else "")
+
+
+class EmbedderProcessor:
+    def __init__(self, names: TopicNames, embedder: Embedder) -> None:
+        self.names = names
+        self.embedder = embedder
+        self.name = embedder_name(embedder.model_id)
+
+    def input_topics(self) -> list[str]:
+        return [self.names.caml_events]
+
+    def open(self, conn: Conn) -> None:
+        pass  # stateless: its only effect is its outputs (and the runtime's offsets)
+
+    def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
+        todo: list[tuple[LogRecord, CamlEvent]] = []
+        for rec in records:
+            ev = decode_caml(rec.value or b"", CamlEvent)
+            if ev.kind == "OBSERVATION_ACCEPTED" and ev.observation is not None:
+                todo.append((rec, ev))
+        if not todo:
+            return []
+        vectors = self.embedder.embed([embedding_text(ev.observation.summary, ev.observation.pattern)
+                                       for _, ev in todo if ev.observation is not None])  # fmt: skip
+        outs = []
+        for (rec, ev), vec in zip(todo, vectors, strict=True):
+            assert ev.observation is not None
+            oid = ev.observation.observation_id
+            key = f"{ev.tenant}/observation:{oid}|{self.embedder.model_id}".encode()
+            out = CamlEmbedding(observation_id=oid, tenant=ev.tenant, model=self.embedder.model_id,
+                                vector=[float(x) for x in vec], source=str(rec.position))  # fmt: skip
+            outs.append(OutRecord(self.names.caml_embeddings, zlib.crc32(key) % DEFAULT_PARTITIONS, key,
+                                  encode_caml(out)))  # fmt: skip
+        return outs
+
+    def refuse(self, failure: Failure) -> list[OutRecord]:
+        return []  # recorded in hivemem.processing_failures; the observation stays unembedded
