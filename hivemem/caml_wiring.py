@@ -25,6 +25,13 @@ def embedder() -> Embedder:
     return embedder_from_env()
 
 
+def warm_embedder() -> Embedder:
+    """The embedder with its model loaded (the first call loads it: seconds, not milliseconds)."""
+    e = embedder()
+    e.embed(["warm up"])
+    return e
+
+
 def pii_policy() -> PiiPolicy:
     """``HIVEMEM_PII_ESCALATION=always`` runs every stage on every text (strict tenants)."""
     escalation = os.environ.get("HIVEMEM_PII_ESCALATION", "cascade")
@@ -41,6 +48,7 @@ def pii_scanner() -> Scanner:
     from inference.ner import SpacyNer
 
     policy, ner, classifier = pii_policy(), SpacyNer(), classifier_from_env()
+    ner.warm_up()  # load the model now, not inside the first batch
 
     def run(text: str) -> PiiVerdict:
         return scan(text, policy, ner, classifier)

@@ -29,7 +29,7 @@ from streams.runtime import StreamRuntime
 
 # Every processor /readyz expects to see alive: the gate, the governance processor, the caml
 # processor, each read model (and the embedder, whose name carries its model: processors()).
-PROCESSORS = ["gate", "governance-processor", "caml", "claws", "audit", "governance"]
+PROCESSORS = ["gate", "governance-processor", "caml-processor", "claws", "audit", "governance"]
 log = logging.getLogger("hivemem.services")
 
 
@@ -91,14 +91,14 @@ def governance_processor(settings: Settings) -> Processor:
 def caml_processors(settings: Settings) -> list[Processor]:
     """The caml processor (PII cascade, reputation, rate limits) and the embedder."""
     from governance.caml.rate_limit import tier_limit
-    from hivemem.caml_wiring import embedder, pii_scanner
+    from hivemem.caml_wiring import pii_scanner, warm_embedder
     from processors.caml_core import CamlProcessor
     from processors.caml_embedder import EmbedderProcessor
 
     config = settings.load_config()
     limits = {name: tier_limit(policy.caml_tier) for name, policy in config.tenants.items()}
     return [CamlProcessor(settings.topics, pii_scanner(), limits, tier_limit("free")),
-            EmbedderProcessor(settings.topics, embedder())]  # fmt: skip
+            EmbedderProcessor(settings.topics, warm_embedder())]  # fmt: skip
 
 
 def expected_processors() -> list[str]:
@@ -150,7 +150,7 @@ def sync_operators(settings: Settings) -> None:
 def run_api(settings: Settings) -> None:
     from confluent_kafka import Producer
 
-    from hivemem.caml_wiring import CamlPublisher, embedder
+    from hivemem.caml_wiring import CamlPublisher, warm_embedder
     from hivemem.kafka_topics import kafka_reachable
     from producers.claw_client import EnvelopePublisher, producer_config
     from projections.api import ApiDeps, create_app, serve
@@ -173,7 +173,7 @@ def run_api(settings: Settings) -> None:
         projection_topics={n: p.topics(settings.topics) for n, p in projections(settings).items()},
         presence_window_ms=int(settings.presence_window_s * 1000),
         processors=expected_processors(),
-        embedder=embedder(),
+        embedder=warm_embedder(),
         caml_audit=caml_out.audit,
         caml_status=caml_out.status,
     )

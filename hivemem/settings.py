@@ -115,6 +115,15 @@ def running_endpoints(home: Path) -> dict[str, str]:
     return {k: str(v) for k, v in data.items() if k != "pid"}
 
 
+def tier_limit(tier: str) -> int:
+    from governance.caml.rate_limit import tier_limit as limit
+
+    try:
+        return limit(tier)
+    except ValueError as exc:
+        raise ValueError(f"tenants file: {exc}") from exc
+
+
 def parse_config(doc: dict[str, object]) -> HiveConfig:
     tenants: dict[str, TenantPolicy] = {}
     raw_tenants = doc.get("tenants", {})
@@ -127,6 +136,7 @@ def parse_config(doc: dict[str, object]) -> HiveConfig:
             suspended_claws=frozenset(t.get("suspended_claws", [])),
             caml_tier=str(t.get("tier", "pro")),
         )
+        tier_limit(tenants[name].caml_tier)  # an unknown tier is a configuration error, said at start
     api = doc.get("api", {})
     assert isinstance(api, dict)
     return HiveConfig(
@@ -139,7 +149,8 @@ def parse_config(doc: dict[str, object]) -> HiveConfig:
 DEFAULT_TENANTS = {"acme": True, "globex": True}  # tenant -> governance enabled
 
 
-def write_default_config(path: Path, tenants: dict[str, bool] | None = None) -> None:
+def write_default_config(path: Path, tenants: dict[str, bool] | None = None,
+                         tiers: dict[str, str] | None = None) -> None:  # fmt: skip
     """Demo tenants (acme, globex) with random secrets; edit the file to add your own."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
@@ -154,7 +165,7 @@ def write_default_config(path: Path, tenants: dict[str, bool] | None = None) -> 
             f"[tenants.{tenant}]",
             f"governance = {'true' if governance else 'false'}",
             "suspended_claws = []",
-            'tier = "pro"  # CAML write quota: free (20/h), pro (1,000/h) or enterprise (100,000/h)',
+            f'tier = "{(tiers or {}).get(tenant, "pro")}"  # CAML writes: free 20/h, pro 1,000/h, enterprise 100,000/h',
             f"[tenants.{tenant}.operator_secrets]",
             f'op1 = "{secrets.token_hex(32)}"',
             "",

