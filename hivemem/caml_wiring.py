@@ -43,9 +43,8 @@ def pii_policy() -> PiiPolicy:
 def pii_scanner() -> Scanner:
     """Stage 1 regex, stage 2 local NER, stage 3 the LLM at ``HIVEMEM_LLM_URL`` if set, else the
     local quasi-identifier rule."""
-    from inference.pii_llm import classifier_from_env
-
     from inference.ner import SpacyNer
+    from inference.pii_llm import classifier_from_env
 
     policy, ner, classifier = pii_policy(), SpacyNer(), classifier_from_env()
     ner.warm_up()  # load the model now, not inside the first batch

@@ -35,7 +35,8 @@ _COMPOUND = (
     r"'s\s+(?:base|segment)|\s+(?:interface|table|ids?|base|accounts?|journeys?|flows?|experience|stor(?:y|ies)|"
     r"guide|manual|agreement|data|records?|groups?|roles?|permissions?|sessions?|names?|segments?|portal|list|"
     r"count|research|feedback|onboarding|profiles?|settings|support|service|success|care|master|type|tier|"
-    r"satisfaction|churn|retention|acquisition|side|level|facing|management|ledger|queue)\b"
+    r"satisfaction|churn|retention|acquisition|side|level|facing|management|ledger|queue|operator|bank|network|"
+    r"organi[sz]ation|company|firm|app|system|platform|number|code|portal|pool|database|registry)\b"
 )
 # A singular person: determiner + (up to two words) + person noun, not followed by a plural/collective use.
 _INDIVIDUAL = re.compile(
@@ -154,33 +155,31 @@ def quasi_cues(text: str) -> bool:
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 
 
-def _about_individuals(text: str) -> Attributes:
-    """The attributes of the sentences that are about individuals, merged.
+def _about_individuals(text: str) -> list[Attributes]:
+    """The attributes of each sentence that is about individuals.
 
     A sentence is about a population when it has an aggregate cue (a percentage, "on average", "40 users")
-    and no singular reference with a relative clause; its attributes are left out, so that "18% of runs
-    failed" in one sentence does not excuse "one of our employees was diagnosed with ..." in the next.
+    and no singular reference with a relative clause; it is left out, so that "18% of runs failed" in one
+    sentence does not excuse "one of our employees was diagnosed with ..." in the next.
     """
-    merged = Attributes(*([False] * 8))
+    out = []
     for sentence in _SENTENCE.split(text):
         a = attributes(sentence)
-        specific = a.individual and (not a.aggregate or _RELATIVE.search(sentence) is not None)
-        if a.aggregate and not specific:
-            continue
-        merged = Attributes(*(x or y for x, y in zip(vars(merged).values(), vars(a).values(), strict=True)))
-    return merged
+        if not a.aggregate or (a.individual and _RELATIVE.search(sentence) is not None):
+            out.append(a)
+    return out
 
 
 def evaluate(text: str) -> ImplicitVerdict:
-    """The local rule's decision on ``text``."""
-    a = _about_individuals(text)
-    if a.individual and a.health:
+    """The local rule's decision on ``text``. A person and their health or location must share a sentence;
+    quasi-identifying traits add up over the whole text."""
+    sentences = _about_individuals(text)
+    if any(a.individual and a.health for a in sentences):
         return ImplicitVerdict(True, HEALTH_INDIVIDUAL, 0.8)
-    if a.individual and a.location:
+    if any(a.individual and a.location for a in sentences):
         return ImplicitVerdict(True, INDIRECT_REFERENCE, 0.75)
-    traits = sum((a.age, a.gender, a.group, a.personal))
-    if a.individual and traits >= 2:
-        return ImplicitVerdict(True, QUASI_IDENTIFIER, 0.7)
-    if traits + a.location >= 3:
+    individual, location = any(a.individual for a in sentences), any(a.location for a in sentences)
+    traits = sum(any(getattr(a, t) for a in sentences) for t in ("age", "gender", "group", "personal"))
+    if (individual and traits >= 2) or traits + location >= 3:
         return ImplicitVerdict(True, QUASI_IDENTIFIER, 0.7)
     return ImplicitVerdict(False, None, 0.6)
