@@ -24,7 +24,7 @@ import psycopg
 
 from contracts.caml_records import CamlAuditEntry, CamlMerkleRoot, decode_caml
 from governance.caml.merkle import root
-from projections.read_models.caml import audit_day, audit_leaf
+from projections.read_models.caml import ENTRY_COLUMNS, audit_day, audit_leaf, entry_from_row
 from streams.records import LogRecord
 
 GLOBAL = "_global"
@@ -49,12 +49,13 @@ def roots_of(leaves: Leaves, day: str, computed_at: int) -> list[CamlMerkleRoot]
 def read_model_leaves(conn: psycopg.Connection[tuple[object, ...]], day: str) -> Leaves:
     leaves: Leaves = defaultdict(list)
     rows: Any = conn.execute(
-        "SELECT tenant, log_topic, log_partition, log_offset, leaf_hash FROM caml.caml_audit_log "
+        f"SELECT log_topic, log_partition, log_offset, {ENTRY_COLUMNS} FROM caml.caml_audit_log "
         "WHERE day = %s::date ORDER BY tenant, log_time, log_topic, log_partition, log_offset",
         (day,),
     )
-    for tenant, topic, partition, offset, leaf in rows:
-        leaves[(str(tenant), day)].append((f"{topic}:{partition}:{offset}", bytes(leaf)))
+    for topic, partition, offset, *entry in rows:
+        e = entry_from_row(tuple(entry))  # the leaf of what the row says now, not its stored hash
+        leaves[(e.tenant, day)].append((f"{topic}:{partition}:{offset}", audit_leaf(e)))
     return leaves
 
 

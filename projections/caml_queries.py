@@ -23,6 +23,7 @@ from pydantic.alias_generators import to_camel
 from governance.caml.merkle import inclusion_proof, root, verify_inclusion
 from governance.caml.recall_score import score_parts
 from projections.queries import tenant_tx
+from projections.read_models.caml import ENTRY_COLUMNS, audit_leaf, entry_from_row
 
 DAY_MS = 86_400_000
 
@@ -233,11 +234,12 @@ async def roots(pool: AsyncConnectionPool, tenant: str, day: str | None) -> list
 async def day_leaves(conn: AsyncConnection[tuple[object, ...]], tenant: str, day: str) -> list[tuple[str, bytes]]:
     """(entry id, leaf hash) of a tenant's day, in log order: the leaves of its Merkle tree."""
     cur = await conn.execute(
-        "SELECT entry_id, leaf_hash FROM caml.caml_audit_log WHERE tenant = %s AND day = %s::date "
+        f"SELECT {ENTRY_COLUMNS} FROM caml.caml_audit_log WHERE tenant = %s AND day = %s::date "
         "ORDER BY log_time, log_topic, log_partition, log_offset",
         (tenant, day),
     )
-    return [(str(e), bytes(h)) for e, h in _any(await cur.fetchall())]
+    entries = [entry_from_row(tuple(row)) for row in await cur.fetchall()]
+    return [(e.entry_id, audit_leaf(e)) for e in entries]
 
 
 async def proof(pool: AsyncConnectionPool, tenant: str, entry_id: str) -> ProofView | None:

@@ -53,6 +53,18 @@ def audit_leaf(entry: CamlAuditEntry) -> bytes:
     return leaf_hash(canonical_json(entry.to_wire()))
 
 
+# The entry's own columns, in CamlAuditEntry's field order: a row can be turned back into the
+# entry, so a verifier recomputes each leaf from what the row says now (an edited column shows).
+ENTRY_COLUMNS = ("entry_id, tenant, claw_id, operation, outcome, reason_code, request_sha256, event_id, trace_id, "
+                 "source, observation_id, observation_type, domain, result_count, pii_stage, pii_stages_run, "
+                 "reputation_at_write, retry_after_ms, latency_ms, at")  # fmt: skip
+
+
+def entry_from_row(row: tuple[object, ...]) -> CamlAuditEntry:
+    names = [c.strip() for c in ENTRY_COLUMNS.split(",")]
+    return CamlAuditEntry.model_validate(dict(zip(names, row, strict=True)))
+
+
 class CamlProjection:
     name: str = "caml"
     _indexed: set[tuple[str, str]]
