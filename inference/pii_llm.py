@@ -170,7 +170,9 @@ class LlmImplicitClassifier:
         if resp.status_code in (400, 422) and self._json_schema:
             with self._lock:
                 self._json_schema = False  # the server may not know json_schema: ask for json_object next time
-            log.warning("pii llm: HTTP %d with response_format=json_schema; retrying with json_object", resp.status_code)
+            log.warning(
+                "pii llm: HTTP %d with response_format=json_schema; retrying with json_object", resp.status_code
+            )
             return None
         if resp.status_code != 200:
             log.warning("pii llm: HTTP %d", resp.status_code)

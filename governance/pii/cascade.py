@@ -4,8 +4,9 @@ SPEC X-5 asks for.
 Stage 1 (regex) always runs and rejects on any hit. Under the ``cascade`` policy, stage 2 (NER) runs when
 the text has name- or address-like material (a capitalised multi-word run that is not an organisation name,
 a house number before a capitalised word, a location or street word, a PII cue word such as "born",
-"account", "MRN", "Mr.") or when stage 1 suppressed a near miss (safe email domain, private IP, short digit
-run, Luhn-invalid number, ...). Stage 3 runs when stage 2's best eligible score is in the LLM band
+"account", "MRN", "Mr."), when stage 1 suppressed a near miss (safe email domain, private IP, short digit
+run, Luhn-invalid number, ...), or when quasi-identifier cues appear (stage 3 will be wanted; the stages stay
+in order). Stage 3 runs when stage 2's best eligible score is in the LLM band
 [0.35, 0.65), when quasi-identifier cues appear (location + demographic or health term), or when stage 2 was
 wanted but no NER back-end was given. The ``always`` policy runs every stage.
 
@@ -74,19 +75,21 @@ class PiiVerdict:
 
 
 # Capitalised runs that end in one of these name an organisation, a law or a team, not a person or place.
-ORG_SUFFIXES = frozenset(
-    "corp corporation inc ltd limited llc llp plc gmbh bank group team department dept services solutions systems "
-    "technologies labs partners holdings insurance hospital hospitals clinic university college council authority "
-    "board ministry agency court tribunal act regulation regulations rules policy committee office centre center "
-    "foundation trust logistics pharma pharmaceuticals healthcare capital finance airlines airways railways "
-    "exchange commission directive framework standard protocol cloud platform portal desk unit division retail "
-    "enterprises traders trading telecom motors industries foods energy media consulting ventures associates "
-    "networks software stores mart".split()
-)
-_LEADING_STOPWORDS = frozenset(
-    "the a an our their this that these those we in on at for after before during when if our its each every "
-    "all some any no most many".split()
-)
+ORG_SUFFIXES = frozenset({
+    "corp", "corporation", "inc", "ltd", "limited", "llc", "llp", "plc", "gmbh", "bank", "group", "team",
+    "department", "dept", "services", "solutions", "systems", "technologies", "labs", "partners", "holdings",
+    "insurance", "hospital", "hospitals", "clinic", "university", "college", "council", "authority", "board",
+    "ministry", "agency", "court", "tribunal", "act", "regulation", "regulations", "rules", "policy", "committee",
+    "office", "centre", "center", "foundation", "trust", "logistics", "pharma", "pharmaceuticals", "healthcare",
+    "capital", "finance", "airlines", "airways", "railways", "exchange", "commission", "directive", "framework",
+    "standard", "protocol", "cloud", "platform", "portal", "desk", "unit", "division", "retail", "enterprises",
+    "traders", "trading", "telecom", "motors", "industries", "foods", "energy", "media", "consulting", "ventures",
+    "associates", "networks", "software", "stores", "mart"
+})  # fmt: skip
+_LEADING_STOPWORDS = frozenset({
+    "the", "a", "an", "our", "their", "this", "that", "these", "those", "we", "in", "on", "at", "for", "after",
+    "before", "during", "when", "if", "its", "each", "every", "all", "some", "any", "no", "most", "many"
+})  # fmt: skip
 _CAP_RUN = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 _HOUSE_NUMBER = re.compile(r"\b\d{1,5}[A-Za-z]?,?\s+[A-Z][a-z]+")
 _STREET_WORD = re.compile(
@@ -175,7 +178,7 @@ def scan(
         lo, hi = policy.llm_band
         if not always and lo <= best < hi:
             s3.append("ner-band")
-    if not always and implicit_rule.quasi_cues(text):
+    if "quasi-cues" in s2:
         s3.append("quasi-cues")
     if not s3:
         return _verdict(True, None, run, why, None)

@@ -96,11 +96,12 @@ _LOCATION = re.compile(
 )
 # "the user in Pune who": a capitalised place name right after a preposition also counts as a location.
 _PLACE_AFTER_PREP = re.compile(r"\b(?:in|from|at|near|of)\s+[A-Z][a-z]{2,}(?:\s+[A-Z][a-z]{2,})?\b")
-_NOT_PLACES = frozenset(
-    "Q1 Q2 Q3 Q4 January February March April May June July August September October November December Monday "
-    "Tuesday Wednesday Thursday Friday Saturday Sunday English Hindi Excel Jira Slack SAP Salesforce Finance "
-    "Legal Operations Compliance Production Staging The This That Our Their".split()
-)
+_NOT_PLACES = frozenset({
+    "Q1", "Q2", "Q3", "Q4", "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
+    "Sunday", "English", "Hindi", "Excel", "Jira", "Slack", "SAP", "Salesforce", "Finance", "Legal", "Operations",
+    "Compliance", "Production", "Staging", "The", "This", "That", "Our", "Their"
+})  # fmt: skip
 _AGGREGATE = re.compile(
     r"\b\d+(?:\.\d+)?\s?%|\bpercent\b|\bper cent\b|\bon average\b|\bmedian\b|\bmajority\b|\bmost (?:of )?\w+s\b|"
     r"\bcohort\b|\bsegment\b|\b\d[\d,]* (?:\w+ )?(?:users|customers|patients|employees|members|people|cases)\b",
@@ -125,10 +126,7 @@ class Attributes:
 def _has_location(text: str) -> bool:
     if _LOCATION.search(text):
         return True
-    for m in _PLACE_AFTER_PREP.finditer(text):
-        if m.group().split()[1] not in _NOT_PLACES:
-            return True
-    return False
+    return any(m.group().split()[1] not in _NOT_PLACES for m in _PLACE_AFTER_PREP.finditer(text))
 
 
 def attributes(text: str) -> Attributes:
