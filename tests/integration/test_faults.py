@@ -9,12 +9,14 @@ import pytest
 
 from hivemem.services import projections
 from hivemem.stack import Stack
+from processors.caml_store import PostgresCamlStore
 from processors.claim_store import PostgresClaimStore
 from processors.governance_store import PostgresGovernanceStore
 from processors.key_store import PostgresKeyStore
 from projections.replay import rebuild
 from tests.conftest import wait_until
 from tests.integration.support import client, owner_db
+from tests.unit.test_caml_store_contract import check_caml_store_contract
 from tests.unit.test_claim_store_contract import check_claim_store_contract
 from tests.unit.test_governance_store_contract import check_governance_store_contract
 from tests.unit.test_keys import check_key_store_contract
@@ -99,6 +101,7 @@ def test_postgres_stores_meet_their_contracts(stack: Stack) -> None:
             lambda: check_claim_store_contract(PostgresClaimStore(conn), f"pg-{uuid.uuid4().hex}"),
             lambda: check_key_store_contract(PostgresKeyStore(conn), f"claw-{uuid.uuid4().hex[:8]}"),
             lambda: check_governance_store_contract(PostgresGovernanceStore(conn), f"pg{uuid.uuid4().hex[:8]}"),
+            lambda: check_caml_store_contract(PostgresCamlStore(conn), uuid.uuid4().hex[:8]),
         ):
             with pytest.raises(_Rollback), conn.transaction():
                 check()
