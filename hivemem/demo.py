@@ -87,7 +87,9 @@ def run_demo(settings: Settings, api_url: str, console: Console | None = None) -
                       "with their reason codes; every verdict audited.[/green]")  # fmt: skip
     else:
         console.print(f"[red]Outcome: unexpected results[/red] claws={claws} episodes={outcomes}")
-    return run_vote(clients, api_url, headers, console) and ok
+    voted = run_vote(clients, api_url, headers, console)
+    console.rule("[bold]Collective memory (CAML)[/bold]: operators share what their claws learnt")
+    return run_caml(settings, api_url, console) and voted and ok
 
 
 STATEMENT = "Error E142 with DB timeout pattern maps to mitigation M7"
@@ -134,4 +136,50 @@ def run_vote(clients: dict[str, ClawClient], api_url: str, headers: dict[str, st
     if ok:
         console.print("[green]Outcome: one vote per claw counted, quorum decision, shared fact v1 "
                       "published.[/green]")  # fmt: skip
+    return ok
+
+
+def run_caml(settings: Settings, api_url: str, console: Console) -> bool:
+    """Collective memory across two operators: acme observes, globex recalls and validates; a
+    text with an email address is refused 422 PII_REJECTED without echoing it."""
+    from producers.caml_client import CamlClient, CamlError, Hit, collective_memory
+
+    secret = settings.load_config().token_secret
+    tag = uuid.uuid4().hex[:4]
+    author = CamlClient(api_url, mint_token(secret, "acme", "demo", "claw-3"), timeout_s=60)
+    reader = CamlClient(api_url, mint_token(secret, "globex", "demo", "claw-9"), timeout_s=60)
+    pattern = {"signal": "checkout error E142", "baseline": "0.1 %", "observed": "4 %", "window": "1 h"}
+    result = author.observe(
+        "ANOMALY_DETECTED",
+        "technology",
+        f"Checkout error E142 ({tag}) follows database connection pool exhaustion",
+        pattern=pattern,
+        evidence=[f"trace-{tag}-1", f"trace-{tag}-2", f"trace-{tag}-3"],
+    )
+    console.print(f"acme/claw-3 observed an anomaly: {result.status if result else '?'}")
+    try:
+        author.observe(
+            "ANOMALY_DETECTED",
+            "technology",
+            "Ask jane.doe@globexmail.com about E142",
+            pattern=pattern,
+            evidence=["t-a", "t-b", "t-c"],
+        )
+        refused = ""
+    except CamlError as e:
+        refused = f"{e.status} {e.code}"
+    console.print(f"acme/claw-3 tried to share a text with an email address: {refused} (no detail echoed)")
+    deadline, hits = time.monotonic() + 30, list[Hit]()
+    while time.monotonic() < deadline and not any(h.own is False for h in hits):
+        hits = reader.recall("why does checkout fail with E142?", k=3)
+        time.sleep(0.2)
+    console.print("globex/claw-9 recalled, before acting:")
+    console.print(collective_memory(hits, min_score=0.0) or "(nothing)")
+    if result and hits:
+        reader.validate(result.observation_id, "CONFIRMED")
+        console.print("globex/claw-9 confirmed it worked: acme/claw-3's reputation +3")
+    ok = bool(result and result.status == "ACCEPTED" and refused == "422 PII_REJECTED"
+              and any(h.observation_id == result.observation_id for h in hits))  # fmt: skip
+    if ok:
+        console.print("[green]Outcome: shared across operators, personal data refused, validated.[/green]")
     return ok

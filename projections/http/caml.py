@@ -11,6 +11,7 @@ import json
 import math
 import time
 import uuid
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
@@ -45,7 +46,8 @@ WAIT_DOC = "how long to wait for the verdict (ms, at most 30000); without one in
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    # strict: JSON types as declared (false is not 0), like the envelope gateway.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)
 
 
 class ObserveIn(Body):
@@ -138,18 +140,13 @@ def router(ctx: Ctx) -> APIRouter:
         return result.model_copy(update={"status": "ACCEPTED", "reputation_at_write": found.reputation_at_write})
 
     _write_errors = error_responses(
-        401,
-        403,
-        404,
-        422,
-        503,
-        _422="Refused (PII_REJECTED, INSUFFICIENT_EVIDENCE, INVALID_PATTERN, "
-        "SYSTEM_ONLY_TYPE, INVALID_FIELD, ...): never any detail of the content",
+        *(400, 401, 403, 404, 409, 422, 429, 503),
+        _422="Refused (PII_REJECTED, INSUFFICIENT_EVIDENCE, INVALID_PATTERN, SYSTEM_ONLY_TYPE, INVALID_FIELD, ...): "
+        "never any detail of the content",
         _403="REPUTATION_TOO_LOW, CLAW_SUSPENDED, SELF_VALIDATION, CLAW_TOKEN_REQUIRED",
+        _404="UNKNOWN_OBSERVATION",
+        _409="DUPLICATE_OBSERVATION, DUPLICATE_VALIDATION, DUPLICATE, REPLAYED, OBSERVATION_INACTIVE",
     )
-    _write_errors[409] = {"description": "DUPLICATE_OBSERVATION, DUPLICATE_VALIDATION, DUPLICATE, "
-                          "OBSERVATION_INACTIVE"}  # fmt: skip
-    _write_errors[429] = {"description": "RATE_LIMITED (Retry-After: seconds)"}
 
     @r.post("/caml/v1/observe", status_code=201, response_model=WriteResult, response_model_by_alias=True,
             responses={202: {"description": "published; no verdict within wait_ms"}, **_write_errors})  # fmt: skip
@@ -169,7 +166,7 @@ def router(ctx: Ctx) -> APIRouter:
         return await write(who, "validation", payload, body, wait_ms, response, body.observation_id)
 
     @r.post("/caml/v1/recall", response_model=RecallOut, response_model_by_alias=True,
-            responses=error_responses(401, 403, 422, 503))  # fmt: skip
+            responses=error_responses(400, 401, 403, 422, 503))  # fmt: skip
     async def recall(who: Who, body: RecallIn) -> RecallOut:
         """Observations of every operator, ranked by seed 000 eq. (1):
         0.45·sim + 0.25·log(1+r)/log(101) + 0.20·v/(v+f+1) + 0.10·e^(−d/60)."""
@@ -234,6 +231,11 @@ def router(ctx: Ctx) -> APIRouter:
            responses=error_responses(401, 403, 422, 503))  # fmt: skip
     async def roots(who: Who, day: Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}$")] = None) -> Any:
         """Daily Merkle roots over the operator's audit entries (and the global roots over all operators)."""
+        if day is not None:
+            try:
+                datetime.strptime(day, "%Y-%m-%d")
+            except ValueError as exc:
+                raise ApiError(422, "INVALID_DAY", "day must be a calendar date, YYYY-MM-DD") from exc
         return await q.roots(ctx.pool, who.tenant, day)
 
     @r.get("/caml/v1/transparency/proof/{entry_id}", response_model=q.ProofView, response_model_by_alias=True,

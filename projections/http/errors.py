@@ -48,8 +48,10 @@ _DESCRIPTIONS = {
     403: "The token's tenant is not configured (UNKNOWN_TENANT), or the envelope names another tenant or claw "
     "(TENANT_MISMATCH, CLAW_MISMATCH)",
     404: "Not found",
+    409: "Conflicts with what was written before (DUPLICATE, DUPLICATE_OBSERVATION, DUPLICATE_VALIDATION, ...)",
     413: "Request body over the limit, or an envelope too large for one Kafka record (PAYLOAD_TOO_LARGE)",
     422: "A parameter, body or field that is refused (INVALID_REQUEST, INVALID_FIELD, INVALID_CONSISTENCY_TOKEN, ...)",
+    429: "Over the operator's write quota (RATE_LIMITED); Retry-After says when to retry, in seconds",
     503: "Postgres or Kafka is unavailable (DATABASE_UNAVAILABLE, KAFKA_UNAVAILABLE, PUBLISH_FAILED)",
     504: "The read model did not reach the consistency token within wait_ms (CONSISTENCY_TIMEOUT)",
 }

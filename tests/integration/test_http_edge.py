@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hivemem.services import expected_processors
 from hivemem.stack import Stack
 from projections.auth import mint_token
 from projections.http.limits import MAX_BODY_BYTES
@@ -129,13 +130,18 @@ def test_tokens_of_unconfigured_tenants_are_refused_on_every_route(stack: Stack)
             for method, op in ops.items():
                 if not op.get("security"):
                     continue
-                url = path.replace("{proposal_id}", "p").replace("{fact_key}", "k").replace("{claw_id}", "c")
+                url = (
+                    path.replace("{proposal_id}", "p")
+                    .replace("{fact_key}", "k")
+                    .replace("{claw_id}", "c")
+                    .replace("{entry_id}", "e")
+                )
                 kw: dict[str, Any] = {"params": {"traceId": "t"}} if path.endswith("/audit") else {}
                 if method == "post":
                     kw["json"] = {"type": "presence", "payload": {}}
                 _error(h.request(method, url, **kw), 403, "UNKNOWN_TENANT")
                 checked += 1
-        assert checked == 6
+        assert checked == 14  # every authenticated route: envelopes, claws, governance, CAML
 
 
 def test_unknown_schema_versions_are_refused(stack: Stack) -> None:
@@ -198,7 +204,8 @@ def test_openapi_declares_error_body_bearer_auth_and_text_metrics(stack: Stack) 
 
 
 def test_readyz_watches_every_processor(stack: Stack) -> None:
-    expected = {"gate", "governance-processor", "claws", "audit", "governance"}
+    expected = set(expected_processors())  # the gate, governance, caml, the embedder, every read model
+    assert {"gate", "governance-processor", "caml-processor", "claws", "audit", "governance", "caml"} < expected
     with httpx.Client(base_url=stack.api_url, timeout=30) as h:
         ready = wait_until(lambda: (r := h.get("/readyz")).status_code == 200 and r.json(), 60, what="ready")
         procs = ready["checks"]["processors"]
