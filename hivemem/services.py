@@ -29,7 +29,7 @@ from streams.runtime import StreamRuntime
 
 # Every processor /readyz expects to see alive: the gate, the governance processor, the caml
 # processor, each read model (and the embedder, whose name carries its model: processors()).
-PROCESSORS = ["gate", "governance-processor", "caml-processor", "claws", "audit", "governance"]
+PROCESSORS = ["gate", "governance-processor", "caml-processor", "claws", "audit", "governance", "caml"]
 log = logging.getLogger("hivemem.services")
 
 
