@@ -155,6 +155,7 @@ def run_caml(settings: Settings, api_url: str, console: Console) -> bool:
         f"Checkout error E142 ({tag}) follows database connection pool exhaustion",
         pattern=pattern,
         evidence=[f"trace-{tag}-1", f"trace-{tag}-2", f"trace-{tag}-3"],
+        wait_ms=30_000,  # the first write after a start waits while the models load
     )
     console.print(f"acme/claw-3 observed an anomaly: {result.status if result else '?'}")
     try:
@@ -164,6 +165,7 @@ def run_caml(settings: Settings, api_url: str, console: Console) -> bool:
             "Ask jane.doe@globexmail.com about E142",
             pattern=pattern,
             evidence=["t-a", "t-b", "t-c"],
+            wait_ms=30_000,
         )
         refused = ""
     except CamlError as e:
@@ -171,7 +173,7 @@ def run_caml(settings: Settings, api_url: str, console: Console) -> bool:
     console.print(f"acme/claw-3 tried to share a text with an email address: {refused} (no detail echoed)")
     deadline, hits = time.monotonic() + 30, list[Hit]()
     while time.monotonic() < deadline and not any(h.own is False for h in hits):
-        hits = reader.recall("why does checkout fail with E142?", k=3)
+        hits = reader.recall("why does checkout fail with E142?", k=3, timeout_s=10)
         time.sleep(0.2)
     console.print("globex/claw-9 recalled, before acting:")
     console.print(collective_memory(hits, min_score=0.0) or "(nothing)")
