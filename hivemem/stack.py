@@ -110,6 +110,8 @@ class Stack:
             self.services[name] = svc
         if "api" in self.services:
             self.wait_api()
+            if names is None:  # the whole system: wait until every processor runs (models loaded)
+                self.wait_ready()
 
     @property
     def api_url(self) -> str:
@@ -127,6 +129,19 @@ class Stack:
                 pass
             time.sleep(0.2)
         raise RuntimeError("the API did not answer /healthz in time")
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Until /readyz answers 200: every processor running and caught up. The caml service
+        loads its models (NER, embeddings) first, which takes seconds on a small machine."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.api_url}/readyz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"HiveMem did not become ready in {timeout:.0f} s; see {self.settings.home / 'logs'}")
 
     def supervise_once(self) -> list[str]:
         """Restart the local broker or any service that died; return their names."""

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import psycopg
 from psycopg import sql
 
+from projections.caml_metrics_migration import caml_metrics_migration
 from projections.caml_migrations import caml_migration
 from projections.http_migrations import HTTP_MIGRATION_10
 from projections.read_models import APP_ROLE
@@ -123,6 +124,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (9, "one stream runtime", lambda: _STREAM_RUNTIME),
     (10, "consistency token check", lambda: HTTP_MIGRATION_10),
     (11, "caml", caml_migration),
+    (12, "caml metrics", caml_metrics_migration),
 ]  # fmt: skip
 
 

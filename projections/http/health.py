@@ -13,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Gauge, generate_latest
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from projections.caml_metrics import CamlCollector, read_snapshot
 from projections.http.context import Ctx
 
 
@@ -53,6 +54,8 @@ def router(ctx: Ctx) -> APIRouter:
     audit_gauge = Gauge("hivemem_audit_events", "Audited inbound records", ["outcome", "reason_code"],
                         registry=ctx.metrics)  # fmt: skip
     lag_gauge = Gauge("hivemem_projection_lag", "Records not yet folded", ["projection"], registry=ctx.metrics)
+    caml_metrics = CamlCollector()  # the CAML metrics, read from the read model at each scrape
+    ctx.metrics.register(caml_metrics)
 
     @r.get("/healthz", response_model=Health)
     async def healthz() -> Health:
@@ -113,6 +116,11 @@ def router(ctx: Ctx) -> APIRouter:
             for name, lag in (await run_in_threadpool(deps.projection_lag)).items():
                 lag_gauge.labels(name).set(lag)
         except Exception:  # the counters still answer while Postgres or Kafka is down
+            pass
+        try:
+            async with ctx.pool.connection() as conn:
+                caml_metrics.update(await read_snapshot(conn))
+        except Exception:  # the last CAML values stay
             pass
         return Response(generate_latest(ctx.metrics), media_type=CONTENT_TYPE_LATEST)
 
