@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
 import time
 from typing import Any
@@ -20,6 +21,7 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from contracts.caml_records import CamlAuditEntry
 from governance.caml.merkle import inclusion_proof, root, verify_inclusion
 from governance.caml.recall_score import score_parts
 from projections.queries import tenant_tx
@@ -56,6 +58,7 @@ class Verdict(View):
     outcome: str  # ACCEPTED | REFUSED
     reason_code: str | None
     stage: str  # caml | gate
+    audit_entry_id: str | None = None  # the CAML audit entry (for /caml/v1/transparency/proof)
     retry_after_ms: int | None = None
     reputation_at_write: float | None = None
 
@@ -87,6 +90,7 @@ class RootView(View):
 class ProofView(View):
     day: str
     entry_id: str
+    entry: dict[str, Any]  # the entry itself: its canonical JSON is the leaf, so a client can recompute it
     leaf_index: int
     tree_size: int
     leaf_hash: str
@@ -100,18 +104,19 @@ def _any(rows: Any) -> Any:
     return rows
 
 
-def pseudonym(tenant: str, claw: str) -> str:
-    return "dep-" + hashlib.sha256(f"{tenant}/{claw}".encode()).hexdigest()[:16]
+def pseudonym(key: bytes, tenant: str, claw: str) -> str:
+    """Keyed (HMAC with a server secret): a guessed tenant and claw id cannot be confirmed."""
+    return "dep-" + hmac.new(key, f"{tenant}/{claw}".encode(), hashlib.sha256).hexdigest()[:16]
 
 
 async def recall(pool: AsyncConnectionPool, tenant: str, vector: list[float], model: str, *, k: int,
                  domain: str | None, kinds: list[str] | None, min_score: float, candidates: int,
-                 now_ms: int | None = None) -> list[RecallHit]:  # fmt: skip
+                 pseudonym_key: bytes, now_ms: int | None = None) -> list[RecallHit]:  # fmt: skip
     now = int(time.time() * 1000) if now_ms is None else now_ms
     vec = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
     # The model id is a literal: the planner matches it to that model's partial HNSW index.
     model_lit = "'" + model.replace("'", "''") + "'"
-    where = f"e.model = {model_lit} AND e.active AND e.expires_at > %s"
+    where = f"e.model = {model_lit} AND e.active AND e.expires_at >= %s"  # exactly max age: still in
     args: list[object] = [vec, now]
     if domain is not None:
         where += " AND e.domain = %s"
@@ -146,7 +151,7 @@ async def recall(pool: AsyncConnectionPool, tenant: str, vector: list[float], mo
                               pattern=json.loads(pattern), confidence=conf, composite_score=round(parts.total, 6),
                               similarity=round(float(sim), 6), author_reputation=float(rep), validations=v,
                               refutations=f, age_days=round(age, 4), created_at=created,
-                              author=pseudonym(a_tenant, a_claw), evidence_count=len(evidence), own=own,
+                              author=pseudonym(pseudonym_key, a_tenant, a_claw), evidence_count=len(evidence), own=own,
                               evidence=list(evidence) if own else None))  # fmt: skip
     hits.sort(key=lambda h: (-h.composite_score, h.observation_id))
     return hits[:k]
@@ -156,21 +161,21 @@ async def verdict(pool: AsyncConnectionPool, tenant: str, event_id: str) -> Verd
     """The caml processor's verdict on an envelope, or the gate's refusal of it, if any yet."""
     async with tenant_tx(pool, tenant) as conn:
         cur = await conn.execute(
-            "SELECT outcome, reason_code, retry_after_ms, reputation_at_write FROM caml.caml_audit_log "
+            "SELECT outcome, reason_code, retry_after_ms, reputation_at_write, entry_id FROM caml.caml_audit_log "
             "WHERE tenant = %s AND event_id = %s AND operation IN ('OBSERVE', 'VALIDATE') LIMIT 1",
             (tenant, event_id),
         )
         row = _any(await cur.fetchone())
         if row is not None:
             return Verdict(outcome=row[0], reason_code=row[1], stage="caml", retry_after_ms=row[2],
-                           reputation_at_write=row[3])  # fmt: skip
+                           reputation_at_write=row[3], audit_entry_id=row[4])  # fmt: skip
         cur = await conn.execute(
-            "SELECT reason_code FROM audit.events WHERE tenant = %s AND event_id = %s AND outcome = 'REJECTED' "
-            "AND stage = 'gate' LIMIT 1",
+            "SELECT reason_code, stage FROM audit.events WHERE tenant = %s AND event_id = %s AND outcome = 'REJECTED' "
+            "AND stage IN ('gate', 'caml') LIMIT 1",
             (tenant, event_id),
         )
-        row = _any(await cur.fetchone())
-        return None if row is None else Verdict(outcome="REFUSED", reason_code=row[0], stage="gate")
+        row = _any(await cur.fetchone())  # the gate's refusals, and the caml processor's PROCESSING_ERROR
+        return None if row is None else Verdict(outcome="REFUSED", reason_code=row[0], stage=row[1])
 
 
 async def wait_verdict(pool: AsyncConnectionPool, tenant: str, event_id: str, wait_s: float) -> Verdict | None:
@@ -231,7 +236,9 @@ async def roots(pool: AsyncConnectionPool, tenant: str, day: str | None) -> list
         return [RootView(day=d, scope=s, size=n, root=r) for d, s, n, r in _any(await cur.fetchall())]
 
 
-async def day_leaves(conn: AsyncConnection[tuple[object, ...]], tenant: str, day: str) -> list[tuple[str, bytes]]:
+async def day_leaves(
+    conn: AsyncConnection[tuple[object, ...]], tenant: str, day: str
+) -> list[tuple[str, bytes, CamlAuditEntry]]:
     """(entry id, leaf hash) of a tenant's day, in log order: the leaves of its Merkle tree."""
     cur = await conn.execute(
         f"SELECT {ENTRY_COLUMNS} FROM caml.caml_audit_log WHERE tenant = %s AND day = %s::date "
@@ -239,7 +246,7 @@ async def day_leaves(conn: AsyncConnection[tuple[object, ...]], tenant: str, day
         (tenant, day),
     )
     entries = [entry_from_row(tuple(row)) for row in await cur.fetchall()]
-    return [(e.entry_id, audit_leaf(e)) for e in entries]
+    return [(e.entry_id, audit_leaf(e), e) for e in entries]
 
 
 async def proof(pool: AsyncConnectionPool, tenant: str, entry_id: str) -> ProofView | None:
@@ -255,7 +262,7 @@ async def proof(pool: AsyncConnectionPool, tenant: str, entry_id: str) -> ProofV
             return None
         day = str(row[0])
         leaves = await day_leaves(conn, tenant, day)
-        index = next(i for i, (e, _) in enumerate(leaves) if e == entry_id)
+        index = next(i for i, (e, _, _) in enumerate(leaves) if e == entry_id)
         # The largest root of that day that covers the entry (a checkpoint, or the day's final root).
         cur = await conn.execute(
             "SELECT root, size FROM caml.caml_merkle_roots WHERE day = %s::date AND scope = %s AND size > %s "
@@ -266,13 +273,14 @@ async def proof(pool: AsyncConnectionPool, tenant: str, entry_id: str) -> ProofV
     if stored is None:
         return None
     size = int(str(stored[1]))
-    hashes = [h for _, h in leaves][:size]
+    hashes = [h for _, h, _ in leaves][:size]
     path = inclusion_proof(hashes, index)
     stored_root = bytes.fromhex(str(stored[0]))
     ok = verify_inclusion(hashes[index], index, size, path, stored_root) and root(hashes) == stored_root
     return ProofView(
         day=day,
         entry_id=entry_id,
+        entry=leaves[index][2].to_wire(),
         leaf_index=index,
         tree_size=size,
         leaf_hash=hashes[index].hex(),

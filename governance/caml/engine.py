@@ -4,14 +4,15 @@ the broker log time of the input, so a run over the same log reproduces every ve
 PII scanner is injected (it runs a model; the rules of what to do with its verdict live here).
 
 Observe, in the seed's order (C-14): 1 identity (the gate checked the signature; a suspended
-deployment is refused CLAW_SUSPENDED) → 2 type gates (SYSTEM_ONLY_TYPE, REPUTATION_TOO_LOW,
+deployment is refused CLAW_SUSPENDED; an id already in the pool DUPLICATE_OBSERVATION) → 2 type gates (SYSTEM_ONLY_TYPE, REPUTATION_TOO_LOW,
 INSUFFICIENT_EVIDENCE, INVALID_PATTERN) → 3 rate limit per operator (RATE_LIMITED; from here on
 the attempt counts) → 4 PII cascade (PII_REJECTED: −10, the content hash cached 24 h, the 5th
 counted rejection in 24 h suspends with −25) → accept (OBSERVATION_ACCEPTED; the embedder adds
 the vector) → reputation +1 (and the 30-day consistency bonus) → audit. A refusal at step k
 has no effect of a later step, except its audit entry.
 
-Validate: identity → rate limit → UNKNOWN_OBSERVATION → SELF_VALIDATION → DUPLICATE_VALIDATION
+Validate: identity → rate limit → UNKNOWN_OBSERVATION → SELF_VALIDATION (any deployment of the
+author's own operator) → DUPLICATE_VALIDATION
 → OBSERVATION_INACTIVE → record (CONFIRMED v+1 and author +3, REFUTED f+1 and author −5,
 INCONCLUSIVE no count) → consensus promotion (+10) or deactivation (−15).
 """
@@ -161,8 +162,11 @@ class CamlEngine:
             audit["retry_after_ms"] = limited
             return self._refuse(audit, latency, "RATE_LIMITED", f"operator write limit reached; retry in {limited} ms")
         events: list[CamlEvent] = []
-        content = "\n".join([p.summary, p.pattern, *p.evidence])
-        digest = hashlib.sha256(content.encode()).hexdigest()
+        # Scan what is stored and shown, decoded: the pattern's JSON escapes (\u0040 for @)
+        # must not hide anything from the regexes. The id is shown to every operator too.
+        content = "\n".join([p.summary, canonical_pattern(p.pattern), *p.evidence])
+        digest = hashlib.sha256(content.encode()).hexdigest()  # the same content under a new id is a resubmission
+        content = p.observation_id + "\n" + content
         cached = st.pii_cache.get((j.tenant, digest))
         if cached is not None and cached > j.at:  # X-7: same code, no penalty, not counted
             audit["pii_stage"] = "cache"
@@ -213,8 +217,8 @@ class CamlEngine:
             return self._refuse(audit, latency, "RATE_LIMITED", f"operator write limit reached; retry in {limited} ms")
         if obs is None:
             return self._refuse(audit, latency, "UNKNOWN_OBSERVATION", "no such observation in the pool")
-        if (obs.tenant, obs.claw) == (j.tenant, j.claw):
-            return self._refuse(audit, latency, "SELF_VALIDATION", "a deployment cannot validate its own observation")
+        if obs.tenant == j.tenant:  # an operator mints deployments at will: only other operators count
+            return self._refuse(audit, latency, "SELF_VALIDATION", "an operator cannot validate its own observations")
         if (obs.observation_id, j.tenant, j.claw) in st.validations:
             return self._refuse(audit, latency, "DUPLICATE_VALIDATION", "this deployment validated it already")
         if not obs.active:

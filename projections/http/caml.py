@@ -20,9 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from contracts.caml_records import CamlAuditEntry, CamlEvent
-from contracts.models import MAX_ID, MAX_ITEMS, MAX_TEXT, Domain, ObservationType
+from contracts.models import MAX_ID, MAX_TEXT, Domain, ObservationType
 from governance.caml.rate_limit import tier_limit
 from governance.caml.taxonomy import canonical_kind
+from inference.embedding_base import EmbeddingError
 from projections import caml_queries as q
 from projections.auth import Principal
 from projections.gateway import EnvelopeIn, envelope_from_request
@@ -58,7 +59,7 @@ class ObserveIn(Body):
     summary: str = Field(min_length=1, max_length=MAX_TEXT)
     pattern: dict[str, Any] = Field(default_factory=dict, description="the kind's typed pattern (docs/caml.md)")
     evidence: list[Annotated[str, Field(min_length=1, max_length=MAX_ID)]] = Field(default_factory=list,
-                                                                                    max_length=MAX_ITEMS)  # fmt: skip
+                                                                                    max_length=64)  # fmt: skip
     confidence: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=MAX_ID)
     trace_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID)
@@ -86,6 +87,7 @@ class WriteResult(Body):
     observation_id: str
     consistency_token: str
     reputation_at_write: float | None = None
+    audit_entry_id: str | None = None  # give it to /caml/v1/transparency/proof/{entry_id}
 
 
 class RecallOut(Body):
@@ -137,7 +139,13 @@ def router(ctx: Ctx) -> APIRouter:
         if found.outcome != "ACCEPTED":
             raise _refused(found)
         response.status_code = 201
-        return result.model_copy(update={"status": "ACCEPTED", "reputation_at_write": found.reputation_at_write})
+        return result.model_copy(
+            update={
+                "status": "ACCEPTED",
+                "reputation_at_write": found.reputation_at_write,
+                "audit_entry_id": found.audit_entry_id,
+            }
+        )
 
     _write_errors = error_responses(
         *(400, 401, 403, 404, 409, 422, 429, 503),
@@ -173,12 +181,16 @@ def router(ctx: Ctx) -> APIRouter:
         if deps.embedder is None:
             raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", "no embedding model is configured for this API")
         started = time.perf_counter()
-        vector = await run_in_threadpool(deps.embedder.embed_query, body.query)
+        try:
+            vector = await run_in_threadpool(deps.embedder.embed_query, body.query)
+        except EmbeddingError as exc:  # a remote embeddings server down or misconfigured
+            raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", f"the query could not be embedded: {exc.code}") from exc
         kinds: list[str] | None = None
         if body.types:
             kinds = sorted({canonical_kind(t) for t in body.types})
         hits = await q.recall(ctx.pool, who.tenant, vector, deps.embedder.model_id, k=body.k, domain=body.domain,
-                              kinds=kinds, min_score=body.min_score, candidates=max(50, 4 * body.k))  # fmt: skip
+                              kinds=kinds, min_score=body.min_score, candidates=max(50, 4 * body.k),
+                              pseudonym_key=deps.token_secret)  # fmt: skip
         latency = round((time.perf_counter() - started) * 1000, 3)
         if deps.caml_audit is not None:  # C-42: every CAML operation is audited, recalls too
             now = int(time.time() * 1000)
@@ -217,9 +229,12 @@ def router(ctx: Ctx) -> APIRouter:
             raise ApiError(503, "KAFKA_UNAVAILABLE", "no status publisher configured")
         now = int(time.time() * 1000)
         event_id = str(uuid.uuid4())
-        await run_in_threadpool(deps.caml_status, CamlEvent(
+        try:
+            await run_in_threadpool(deps.caml_status, CamlEvent(
             event_id=event_id, kind="DEPLOYMENT_REINSTATED", tenant=who.tenant, claw_id=claw_id, at=now,
             source=f"api:{who.subject}", trace_id=event_id, reason=f"reinstated by {who.subject}"))  # fmt: skip
+        except Exception as exc:
+            raise ApiError(503, "PUBLISH_FAILED", f"Kafka did not take the reinstatement: {exc}") from exc
         if deps.caml_audit is not None:
             deps.caml_audit(CamlAuditEntry(
                 entry_id=event_id, tenant=who.tenant, claw_id=claw_id, operation="OPERATOR", outcome="ACCEPTED",

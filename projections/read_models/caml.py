@@ -206,7 +206,7 @@ class CamlProjection:
         elif ev.kind == "OBSERVATION_PROMOTED" and ev.observation_id:
             cur.execute(
                 f"UPDATE {s}.caml_observations SET promoted = true, observation_type = 'CONSENSUS_SIGNAL', "
-                "expires_at = created_at + %s WHERE observation_id = %s",
+                "expires_at = GREATEST(expires_at, created_at + %s) WHERE observation_id = %s",  # never sooner
                 (max_age_ms("CONSENSUS_SIGNAL"), ev.observation_id),
             )
             self._sync_embeddings(cur, s, ev.observation_id)

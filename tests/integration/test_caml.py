@@ -44,9 +44,10 @@ def test_observe_recall_validate_across_operators_until_consensus(stack: Stack) 
     with pytest.raises(CamlError) as dup:
         validators[0].validate(oid, "CONFIRMED")
     assert (dup.value.status, dup.value.code) == (409, "DUPLICATE_VALIDATION")
-    with pytest.raises(CamlError) as own:
-        author.validate(oid, "CONFIRMED")
-    assert (own.value.status, own.value.code) == (403, "SELF_VALIDATION")
+    for own_operator in (author, caml(stack, "caml-a")):  # the author, or any claw of its operator
+        with pytest.raises(CamlError) as own:
+            own_operator.validate(oid, "CONFIRMED")
+        assert (own.value.status, own.value.code) == (403, "SELF_VALIDATION")
     validators[2].validate(oid, "CONFIRMED")  # the third: 3 validations, ratio 1.0 >= 0.75 -> consensus
     reasons = [r for r, _, _ in rep_history(stack, "caml-a", claw_of(author), 6)]
     assert reasons == ["OBSERVATION_ACCEPTED", "OBSERVATION_ACCEPTED", "VALIDATED_BY_OTHER", "VALIDATED_BY_OTHER",

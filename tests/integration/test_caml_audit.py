@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import psycopg
 import pytest
 
-from governance.caml.merkle import verify_inclusion
+from governance.caml.merkle import canonical_json, leaf_hash, verify_inclusion
 from hivemem.stack import Stack
 from tests.conftest import wait_until
 from tests.integration.caml_support import anomaly, caml
@@ -61,6 +61,7 @@ def test_daily_roots_proofs_and_verify(stack: Stack) -> None:
     with http(stack, "caml-a") as other:  # another operator cannot ask for this entry's proof
         assert other.get(f"/caml/v1/transparency/proof/{entry_id}").status_code == 404
     assert proof["verified"] is True and proof["root"] == roots[0]["root"]
+    assert leaf_hash(canonical_json(proof["entry"])).hex() == proof["leafHash"]  # the client recomputes the leaf
     path = [bytes.fromhex(p) for p in proof["path"]]
     leaf, root = bytes.fromhex(proof["leafHash"]), bytes.fromhex(proof["root"])
     assert verify_inclusion(leaf, proof["leafIndex"], proof["treeSize"], path, root)

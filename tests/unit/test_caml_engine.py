@@ -33,7 +33,7 @@ def _scan(text: str) -> PiiVerdict:
 
 
 def driver(limit: int = 1000) -> CamlDriver:
-    return CamlDriver(NAMES, _scan, {"acme": limit}, 20)
+    return CamlDriver(NAMES, _scan, {"acme": limit, "globex": limit}, 20)
 
 
 def observe(d: CamlDriver, claw: str, oid: str, at: int, summary: str = "Approval queues stall on Mondays",
@@ -46,10 +46,10 @@ def observe(d: CamlDriver, claw: str, oid: str, at: int, summary: str = "Approva
     return d.pipe(NAMES.accepted("observation"), encode_envelope(env), at)
 
 
-def validate(d: CamlDriver, claw: str, oid: str, verdict: str, at: int) -> list[OutRecord]:
+def validate(d: CamlDriver, claw: str, oid: str, verdict: str, at: int, tenant: str = "globex") -> list[OutRecord]:
     from contracts.avro import encode_envelope
 
-    env = offline_client(claw_id=claw).build("validation", {"observationId": oid, "verdict": verdict})
+    env = offline_client(tenant, claw_id=claw).build("validation", {"observationId": oid, "verdict": verdict})
     return d.pipe(NAMES.accepted("validation"), encode_envelope(env), at)
 
 
@@ -120,7 +120,9 @@ def test_validations_promote_at_three_and_deactivate_at_five_refutations() -> No
     d = driver()
     observe(d, "author", "good", T0)
     observe(d, "author", "bad", T0)
-    assert verdict(validate(d, "author", "good", "CONFIRMED", T0 + 1)) == "SELF_VALIDATION"
+    assert verdict(validate(d, "author", "good", "CONFIRMED", T0 + 1, tenant="acme")) == "SELF_VALIDATION"
+    # Another deployment of the same operator does not count either: claws are the operator's to mint.
+    assert verdict(validate(d, "sibling", "good", "CONFIRMED", T0 + 1, tenant="acme")) == "SELF_VALIDATION"
     assert reasons(validate(d, "v1", "good", "CONFIRMED", T0 + 2)) == ["VALIDATED_BY_OTHER"]
     assert verdict(validate(d, "v1", "good", "REFUTED", T0 + 3)) == "DUPLICATE_VALIDATION"
     assert reasons(validate(d, "v2", "good", "INCONCLUSIVE", T0 + 4)) == []
@@ -134,6 +136,19 @@ def test_validations_promote_at_three_and_deactivate_at_five_refutations() -> No
     assert reasons(fifth) == ["REFUTED", "HEAVILY_REFUTED"]
     assert verdict(validate(d, "r5", "bad", "CONFIRMED", T0 + 11)) == "OBSERVATION_INACTIVE"
     assert verdict(validate(d, "r5", "nothing", "CONFIRMED", T0 + 12)) == "UNKNOWN_OBSERVATION"
+
+
+def test_the_scanner_sees_the_pattern_decoded_and_the_id() -> None:
+    d = driver()
+    hidden = r'{"signal": "ops\u0040globexmail.com wait", "baseline": "b", "observed": "o", "window": "w"}'
+    assert "@" not in hidden and "@" in json.loads(hidden)["signal"]  # the JSON text hides it behind an escape
+    env = offline_client(claw_id="claw-h").build("observation", {
+        "observationId": "h1", "observationType": "ANOMALY_DETECTED", "domain": "finance",
+        "summary": "Queue waits", "pattern": hidden, "evidence": ["a", "b", "c"]})  # fmt: skip
+    from contracts.avro import encode_envelope
+
+    assert verdict(d.pipe(NAMES.accepted("observation"), encode_envelope(env), T0)) == "PII_REJECTED"
+    assert verdict(observe(d, "claw-h", "ask-jane.roe@globexmail.com", T0 + 1)) == "PII_REJECTED"
 
 
 def test_a_restart_reloads_the_state_from_the_store() -> None:
