@@ -171,10 +171,10 @@ async def verdict(pool: AsyncConnectionPool, tenant: str, event_id: str) -> Verd
                            reputation_at_write=row[3], audit_entry_id=row[4])  # fmt: skip
         cur = await conn.execute(
             "SELECT reason_code, stage FROM audit.events WHERE tenant = %s AND event_id = %s AND outcome = 'REJECTED' "
-            "AND stage IN ('gate', 'caml') LIMIT 1",
+            "AND (stage = 'gate' OR reason_code = 'PROCESSING_ERROR') LIMIT 1",
             (tenant, event_id),
         )
-        row = _any(await cur.fetchone())  # the gate's refusals, and the caml processor's PROCESSING_ERROR
+        row = _any(await cur.fetchone())  # the gate's refusals; the caml processor's PROCESSING_ERROR (no audit entry)
         return None if row is None else Verdict(outcome="REFUSED", reason_code=row[0], stage=row[1])
 
 
