@@ -9,13 +9,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from deploy.kafka_local import free_port
-from hivemem.settings import Settings
+from hivemem.settings import Settings, write_default_config
 from hivemem.stack import Stack
 
 
 @contextmanager
-def temporary_stack() -> Iterator[Settings]:
+def temporary_stack(tenants: dict[str, bool] | None = None, tiers: dict[str, str] | None = None) -> Iterator[Settings]:
+    """``tenants`` (name -> governance enabled) and ``tiers`` (name -> CAML tier) for the tenants file; default:
+    the demo tenants on the pro tier."""
     home = Path(tempfile.mkdtemp(prefix="hivemem-bench-"))
+    if tenants is not None or tiers is not None:
+        write_default_config(home / "tenants.toml", tenants, tiers)
     settings = dataclasses.replace(Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
                                    config_path=home / "tenants.toml", api_port=free_port())  # fmt: skip
     stack = Stack(settings)

@@ -96,8 +96,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from bench.governance import main as governance_bench
 
         return governance_bench(rest)
+    if which == "caml":
+        from bench.caml import main as caml_bench
+
+        return caml_bench(rest)
     if which != "pipeline":
-        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline or governance")
+        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline, governance or caml")
         return 2
     from bench.pipeline import main as pipeline_bench
 
@@ -128,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     audit.add_argument("action", choices=["roots", "verify"], help="roots: publish a day's roots; verify: check all")
     audit.add_argument("--day", default=None, help="YYYY-MM-DD (UTC); roots: default yesterday; verify: default all")
     audit.set_defaults(func=cmd_audit)
-    bench = sub.add_parser("bench", help="benchmarks: hivemem bench pipeline|governance [options]")
+    bench = sub.add_parser("bench", help="benchmarks: hivemem bench pipeline|governance|caml [options]")
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)

@@ -5,11 +5,12 @@ PII scanner is injected (it runs a model; the rules of what to do with its verdi
 
 Observe, in the seed's order (C-14): 1 identity (the gate checked the signature; a suspended
 deployment is refused CLAW_SUSPENDED; an id already in the pool DUPLICATE_OBSERVATION) → 2 type
-gates (SYSTEM_ONLY_TYPE, REPUTATION_TOO_LOW, INSUFFICIENT_EVIDENCE, INVALID_PATTERN) → 3 rate limit per operator (RATE_LIMITED; from here on
-the attempt counts) → 4 PII cascade (PII_REJECTED: −10, the content hash cached 24 h, the 5th
-counted rejection in 24 h suspends with −25) → accept (OBSERVATION_ACCEPTED; the embedder adds
-the vector) → reputation +1 (and the 30-day consistency bonus) → audit. A refusal at step k
-has no effect of a later step, except its audit entry.
+gates (SYSTEM_ONLY_TYPE, REPUTATION_TOO_LOW, INSUFFICIENT_EVIDENCE, INVALID_PATTERN) → 3 rate
+limit per operator (RATE_LIMITED; from here on the attempt counts) → 4 PII cascade
+(PII_REJECTED: −10, the content hash cached 24 h, the 5th counted rejection in 24 h suspends
+with −25) → accept (OBSERVATION_ACCEPTED; the embedder adds the vector) → reputation +1 (and
+the 30-day consistency bonus) → audit. A refusal at step k has no effect of a later step,
+except its audit entry.
 
 Validate: identity → rate limit → UNKNOWN_OBSERVATION → SELF_VALIDATION (any deployment of the
 author's own operator) → DUPLICATE_VALIDATION
