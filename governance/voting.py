@@ -13,6 +13,10 @@ Rules:
   before its proposal waits up to ``pending_limit_ms`` (then UNKNOWN_PROPOSAL);
 - each counted vote re-tallies over the claws active at the vote's log time (quorum.py);
   the first majority decides. At the deadline an undecided proposal EXPIRES;
+- presence and votes travel on different topics, so a heartbeat can be read after a vote
+  logged later than it. Such a late heartbeat re-tallies the tenant's open proposals at their
+  last vote's log time: the verdict is then the one an in-order read gives, whatever the
+  batching (a replay reproduces it). A heartbeat logged after the last vote changes nothing;
 - exactly one decision per proposal; an approval publishes fact ``baseVersion + 1`` unless
   another approval for the key got there first (the fact is then refused, FACT_STALE).
 """
@@ -122,6 +126,7 @@ class GovernanceState:
         self.presence: dict[str, dict[str, Heartbeat]] = {}  # tenant -> claw -> latest heartbeat
         self.facts: dict[TenantKey, int] = {}  # (tenant, fact key) -> current version
         self._open: set[TenantKey] = set()
+        self._open_by_tenant: dict[str, set[str]] = {}  # so a late heartbeat scans its tenant only
         self.dirty_proposals: set[TenantKey] = set()
         self.dirty_presence: set[TenantKey] = set()
         self.dirty_facts: set[TenantKey] = set()
@@ -132,7 +137,7 @@ class GovernanceState:
         key = (ps.tenant, ps.proposal_id)
         self.proposals[key] = ps
         if ps.open:
-            self._open.add(key)
+            self._mark_open(key)
 
     def restore_presence(self, tenant: str, claw_id: str, hb: Heartbeat) -> None:
         self.presence.setdefault(tenant, {})[claw_id] = hb
@@ -150,8 +155,8 @@ class GovernanceState:
     def apply(self, env: Envelope, ref: Ref) -> list[Output]:
         p = env.payload
         if isinstance(p, PresencePayload):
-            self._heartbeat(env.tenant, env.claw_id, Heartbeat(ref.log_time, p.status == "ACTIVE" and p.healthy))
-            return []
+            hb = Heartbeat(ref.log_time, p.status == "ACTIVE" and p.healthy)
+            return self._retally_late(env.tenant, hb.last_seen) if self._heartbeat(env.tenant, env.claw_id, hb) else []
         if isinstance(p, ProposalPayload):
             return self._propose(p, ref)
         if isinstance(p, VotePayload):
@@ -181,20 +186,39 @@ class GovernanceState:
 
     # --- rules ---------------------------------------------------------------------------
 
-    def _heartbeat(self, tenant: str, claw_id: str, hb: Heartbeat) -> None:
+    def _heartbeat(self, tenant: str, claw_id: str, hb: Heartbeat) -> bool:
         claws = self.presence.setdefault(tenant, {})
         current = claws.get(claw_id)
         if current is None or hb.last_seen >= current.last_seen:
             claws[claw_id] = hb
             self.dirty_presence.add((tenant, claw_id))
+            return True
+        return False
+
+    def _retally_late(self, tenant: str, hb_at: int) -> list[Output]:
+        """Re-tally the open proposals whose last vote was logged at or after ``hb_at``."""
+        out: list[Output] = []
+        for pid in sorted(self._open_by_tenant.get(tenant, ())):
+            ps = self.proposals[(tenant, pid)]
+            if ps.proposal is None or not ps.ballots:
+                continue
+            last = max(b.ref.log_time for b in ps.ballots.values())
+            if hb_at <= last:
+                out += self._decide(ps, last, expired=False)
+        return out
+
+    def _mark_open(self, key: TenantKey) -> None:
+        self._open.add(key)
+        self._open_by_tenant.setdefault(key[0], set()).add(key[1])
 
     def _touch(self, ps: ProposalState) -> None:
         key = (ps.tenant, ps.proposal_id)
         self.dirty_proposals.add(key)
         if ps.open:
-            self._open.add(key)
+            self._mark_open(key)
         else:
             self._open.discard(key)
+            self._open_by_tenant.get(ps.tenant, set()).discard(ps.proposal_id)
 
     def _propose(self, p: ProposalPayload, ref: Ref) -> list[Output]:
         key = (ref.tenant, p.proposal_id)

@@ -19,6 +19,10 @@ Decisions (the seed leaves them open):
   CGNAT, documentation (TEST-NET) and reserved ranges pass.
 - Email: an address whose domain is (a subdomain of) a safe domain passes; the defaults are the RFC 2606 /
   6761 reserved names (example.com/.org/.net and the .test, .example, .invalid, .localhost TLDs).
+- Identifiers: digits glued to a word (``e09e3057-4954-4182-…``, ``trace-764927221031``, ``ord_4111…``)
+  are part of an id, not a number someone wrote down: a grouped form must not follow a letter, digit,
+  ``_`` or ``-``, and a bare run must not be joined to letters or digits by ``-`` or ``_``. Without
+  this rule about 1 random UUID in 700 reads as an Aadhaar or card number.
 - Digit runs of 6-11 digits that are none of the above pass (near miss "short-digits"); shorter ones are
   ordinary numbers.
 Every suppressed candidate is reported as a near miss so that the cascade can escalate to stage 2.
@@ -53,14 +57,14 @@ _CANDIDATES = re.compile(
     r"""
     (?=[\d+(A-Z])
     (?:(?P<ip>(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\.?\d))
-  | (?P<ssn>(?<![\d-])\d{3}(?P<ss>[- ])\d{2}(?P=ss)\d{4}(?![\d-]))
+  | (?P<ssn>(?<![\w-])\d{3}(?P<ss>[- ])\d{2}(?P=ss)\d{4}(?![\d-]))
   | (?P<intl>(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){1,6})
   | (?P<nanp>(?<![\w+(])(?:\(\d{3}\)\ ?|\d{3}[-.])\d{3}[-.]\d{4}(?![\d-]))
-  | (?P<card>(?<![\d-])\d{4}(?P<cs>[ -])\d{4}(?P=cs)\d{4}(?P=cs)\d{4}(?:(?P=cs)\d{1,3})?(?![ -]?\d)
-      | (?<![\d-])\d{4}(?P<as>[ -])\d{6}(?P=as)\d{5}(?![ -]?\d))
-  | (?P<aadhaar>(?<![\d-])\d{4}(?P<aas>[ -])\d{4}(?P=aas)\d{4}(?![ -]?\d))
+  | (?P<card>(?<![\w-])\d{4}(?P<cs>[ -])\d{4}(?P=cs)\d{4}(?P=cs)\d{4}(?:(?P=cs)\d{1,3})?(?![ -]?\d)
+      | (?<![\w-])\d{4}(?P<as>[ -])\d{6}(?P=as)\d{5}(?![ -]?\d))
+  | (?P<aadhaar>(?<![\w-])\d{4}(?P<aas>[ -])\d{4}(?P=aas)\d{4}(?![ -]?\d))
   | (?P<inmob>(?<![\w+])[6-9]\d{4}\ \d{5}(?![ -]?\d))
-  | (?P<run>(?<![\w.,])\d{6,}(?![\w]|[.,]\d))
+  | (?P<run>(?<![\w.,])(?<![A-Za-z0-9]-)\d{6,}(?![\w]|[.,]\d|-[A-Za-z0-9]))
   | (?P<pan>\b[A-Z]{5}\d{4}[A-Z]\b)
   | (?P<pp>\b[A-Z]\d{7}\b))
     """,

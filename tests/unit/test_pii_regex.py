@@ -166,6 +166,26 @@ def test_luhn_and_verhoeff_reference_values() -> None:
     assert not verhoeff_valid("2364")
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.uuids())
+def test_generated_ids_are_not_personal_data(u: object) -> None:
+    # A random UUID has 4-4-4(-4) digit groups about once in 700 draws: they are an id, not a card.
+    assert scan(f"obs {u} and trace-{str(u).replace('-', '')[:12]}").clean
+
+
+@pytest.mark.parametrize("text", ["ref a3fd7291-8424-4744-9606-6a99c71b58c7", "trace-764927221031",
+                                  "ord_4111111111111111", "e09e3057-4954-4182-bee0-06fbe778d7cb"])  # fmt: skip
+def test_digits_glued_to_an_identifier_pass(text: str) -> None:
+    assert scan(text).clean
+
+
+def test_the_same_digits_standing_alone_still_hit() -> None:
+    assert scan("card 4111-1111-1111-1111 on file").hits == (CREDIT_CARD,)
+    assert scan("ref a3fd-4111-1111-1111-1111").clean
+    assert scan("aadhaar 764927221031.").hits == (AADHAAR,)
+    assert scan("id: 3057-4954-4182").hits == (AADHAAR,)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet=st.characters(exclude_categories=["Nd"]), max_size=300))
 def test_text_without_digits_or_at_signs_is_clean(text: str) -> None:

@@ -278,3 +278,35 @@ class VotingMachine(RuleBasedStateMachine):
 
 TestVotingMachine = VotingMachine.TestCase
 TestVotingMachine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
+
+
+def test_a_heartbeat_read_after_a_later_vote_retallies_as_if_read_in_order() -> None:
+    """Presence and votes come on different topics: c's heartbeat (logged at 100) can be read after
+    the votes logged at 200 and 300. The verdict must be the in-order one, at the last vote's time."""
+    in_order, late = GovernanceState(CFG), GovernanceState(CFG)
+    for gs in (in_order, late):
+        beat(gs, "a", 0)
+        beat(gs, "b", 0)
+        propose(gs, "p1", 50)
+    beat(in_order, "c", 100)
+    assert codes(vote(in_order, "a", "p1", 200)) == []
+    expected = vote(in_order, "b", "p1", 300)
+    assert codes(expected) == ["DecisionOut", "FactOut"]
+
+    assert vote(late, "a", "p1", 200) == [] and vote(late, "b", "p1", 300) == []  # basis 2 < 3: no decision
+    env = offline_client("acme", "c").build("presence", {"status": "ACTIVE", "healthy": True}, timestamp_ms=100)
+    got = late.apply(env, Ref.of(env, "hivemem.accepted.presence", 0, 999, 100))
+    assert [o.payload for o in got] == [o.payload for o in expected]  # type: ignore[union-attr]  # same decidedAt, fact
+    assert isinstance(got[0], DecisionOut) and (got[0].payload.decided_at, got[0].payload.quorum_basis) == (300, 3)
+
+
+def test_a_heartbeat_logged_after_the_last_vote_decides_nothing() -> None:
+    gs = GovernanceState(CFG)
+    beat(gs, "a", 0)
+    beat(gs, "b", 0)
+    propose(gs, "p1", 50)
+    vote(gs, "a", "p1", 200)
+    vote(gs, "b", "p1", 300)
+    env = offline_client("acme", "c").build("presence", {"status": "ACTIVE", "healthy": True}, timestamp_ms=400)
+    assert gs.apply(env, Ref.of(env, "hivemem.accepted.presence", 0, 1000, 400)) == []
+    assert gs.proposals[("acme", "p1")].decision is None
