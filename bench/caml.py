@@ -36,13 +36,15 @@ from typing import Any
 
 import httpx
 import psycopg
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from psycopg_pool import AsyncConnectionPool
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from bench.pii import cpu_model, stage1_cost, stage2_speed
 from bench.temp_stack import temporary_stack
+from contracts.avro import decode_envelope
+from contracts.caml_records import CamlEmbedding, CamlEvent, decode_caml
 from contracts.models import ObservationPayload
 from governance.caml.taxonomy import DOMAINS
 from governance.pii import cascade, regex_stage
@@ -54,7 +56,7 @@ from producers.claw_client import ClawClient, producer_config
 from projections import caml_queries as q
 from projections.auth import mint_token
 from projections.read_models.caml import index_name
-from streams.kafka import Watermarks
+from streams.kafka import Watermarks, consumer_config
 
 TENANTS = ("acme", "globex", "initech", "umbrella", "hooli", "soylent", "tyrell", "wonka")
 CLAWS_PER_TENANT = 25
@@ -532,14 +534,53 @@ def explain(settings: Settings, tenant: str, model: str, text: str, domain: str 
 class Probes:
     accepted_ms: list[float]  # publish -> the observation in the read model (gate, caml processor, projection)
     recallable_ms: list[float]  # publish -> its vector there too (+ embedder, projection)
+    hops: dict[str, list[float]]  # publish -> on each topic on the way (broker log time)
     recalled: int  # returned by an HTTP recall of their own summary
     count: int
+
+
+def log_times(settings: Settings, topic: str, since_ms: int, ids: set[str]) -> dict[str, int]:
+    """Broker log time (ms) of the first record on ``topic`` about each of ``ids`` since ``since_ms``: the
+    gate's accepted envelope, the caml processor's OBSERVATION_ACCEPTED or the embedder's vector."""
+    c = Consumer(consumer_config(settings.require_kafka(), f"bench-{new_id('times')}"))
+    try:
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        starts = c.offsets_for_times([TopicPartition(topic, p, since_ms) for p in parts], timeout=10)
+        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+        todo = {tp.partition for tp in starts if 0 <= tp.offset < ends[tp.partition]}
+        c.assign([tp for tp in starts if tp.partition in todo])
+        out: dict[str, int] = {}
+        deadline = time.monotonic() + 60
+        while todo and time.monotonic() < deadline:
+            for m in c.consume(500, 0.5):
+                if m.error() is not None:
+                    continue
+                oid = about(settings, topic, m.value() or b"")
+                if oid in ids:
+                    out.setdefault(oid, int(m.timestamp()[1]))
+                if (m.offset() or 0) + 1 >= ends[m.partition() or 0]:
+                    todo.discard(m.partition() or 0)
+        return out
+    finally:
+        c.close()
+
+
+def about(settings: Settings, topic: str, value: bytes) -> str | None:
+    names = settings.topics
+    if topic == names.accepted("observation"):
+        p = decode_envelope(value).payload
+        return p.observation_id if isinstance(p, ObservationPayload) else None
+    if topic == names.caml_events:
+        ev = decode_caml(value, CamlEvent)
+        return ev.observation.observation_id if ev.kind == "OBSERVATION_ACCEPTED" and ev.observation else None
+    return decode_caml(value, CamlEmbedding).observation_id
 
 
 def observe_to_recallable(settings: Settings, count: int, rate: float, seed: int, token: str) -> Probes:
     r = random.Random(seed)
     claw = claw_client(settings, TENANTS[0], "latency-probe")
     sent: dict[str, float] = {}
+    wall: dict[str, float] = {}  # publish time, epoch ms, to compare with broker log times
     accepted: dict[str, float] = {}
     recallable: dict[str, float] = {}
     summaries: dict[str, str] = {}
@@ -574,7 +615,7 @@ def observe_to_recallable(settings: Settings, count: int, rate: float, seed: int
         o = observation(r)
         oid = new_id("lat")
         summaries[oid] = o.summary
-        t = time.perf_counter()
+        t, wall[oid] = time.perf_counter(), time.time() * 1000
         claw.observe(KIND, o.domain, o.summary, pattern=o.pattern, evidence=o.evidence, observation_id=oid)
         with lock:
             sent[oid] = t
@@ -588,8 +629,16 @@ def observe_to_recallable(settings: Settings, count: int, rate: float, seed: int
         for oid, text in summaries.items():
             if any(h.observation_id == oid for h in caml.recall(text, k=10, timeout_s=30)):
                 found += 1
+    names, since = settings.topics, int(min(wall.values())) - 1000
+    hops = {}
+    for label, topic in (("gate (accepted.observation)", names.accepted("observation")),
+                         ("caml processor (caml.events)", names.caml_events),
+                         ("embedder (caml.embeddings)", names.caml_embeddings)):  # fmt: skip
+        at = log_times(settings, topic, since, set(wall))
+        hops[label] = [at[k] - wall[k] for k in wall if k in at]
     return Probes([(accepted[k] - sent[k]) * 1000 for k in sent if k in accepted],
-                  [(recallable[k] - sent[k]) * 1000 for k in sent if k in recallable], found, count)  # fmt: skip
+                  [(recallable[k] - sent[k]) * 1000 for k in sent if k in recallable], hops, found,
+                  count)  # fmt: skip
 
 
 # --- 4. observe and validate over HTTP -------------------------------------------------------------------------
@@ -721,7 +770,10 @@ def main(argv: list[str]) -> int:
         print(f"\n3. observe -> recallable, {pr.count} observations one by one at {args.probe_rate:g}/s "
               f"(from the publish call, read model polled every 10 ms)  [load {load()}]")  # fmt: skip
         print(f"   recallable (vector + filters in the read model)     {dist(pr.recallable_ms)}")
-        print(f"   observation row there (gate, caml processor, fold)  {dist(pr.accepted_ms)}")
+        print("   on the way, publish -> log time of the record on the topic of:")
+        for label, values in pr.hops.items():
+            print(f"     {label:<48}  {dist(values)}")
+        print(f"   observation row in the read model (no vector yet)   {dist(pr.accepted_ms)}")
         print(f"   {pr.recalled}/{pr.count} returned by a recall of their own summary (k=10); "
               f"{pr.count - len(pr.recallable_ms)} not recallable within 60 s")  # fmt: skip
 
