@@ -136,12 +136,23 @@ class ValidationPayload(WireModel):
     note: OptText | None = None
 
 
+class EpisodeTurn(WireModel):
+    role: Literal["user", "assistant", "system", "tool"]
+    content: Text
+
+
 class EpisodePayload(WireModel):
     episode_id: Id
     about: Id
     dimensions: dict[Id, Label] = Field(default_factory=dict, max_length=MAX_ITEMS)
     content: Text
     occurred_at: Long
+    # v2 (KMMS): the scope inside the claw's memory, what the content is, and its turns.
+    session_id: Label = ""
+    user_id: Label = ""
+    thread_id: Label = ""
+    content_type: Literal["CONVERSATION", "DOCUMENT", "TOOL_RESULT", "NOTE"] = "NOTE"
+    turns: list[EpisodeTurn] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
 class TracePayload(WireModel):

@@ -77,6 +77,18 @@ class TopicNames:
     def caml_topics(self) -> list[str]:
         return [self.caml_events, self.caml_status, self.caml_audit, self.caml_embeddings, self.caml_roots]
 
+    # KMMS's internal topics (contracts/kmms_records.py), written by HiveMem's processors only.
+    @property
+    def kmms_events(self) -> str:
+        return f"{self.prefix}kmms.events"
+
+    @property
+    def kmms_embeddings(self) -> str:
+        return f"{self.prefix}kmms.embeddings"
+
+    def kmms_topics(self) -> list[str]:
+        return [self.kmms_events, self.kmms_embeddings]
+
     def gate_inputs(self) -> list[str]:
         return [self.inbound(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
 
@@ -84,7 +96,7 @@ class TopicNames:
         names = [self.inbound(t) for t in ENVELOPE_TYPES]
         names += [self.accepted(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
         names.append(self.rejected)
-        return names + self.caml_topics()
+        return names + self.caml_topics() + self.kmms_topics()
 
     def type_of(self, topic: str) -> str | None:
         """The envelope type a topic carries (inbound or accepted), or None."""

@@ -48,6 +48,7 @@ class TenantPolicy:
     governance_enabled: bool = True
     suspended_claws: frozenset[str] = field(default_factory=frozenset)
     caml_tier: str = "pro"  # CAML write quota: free 20/h, pro 1,000/h, enterprise 100,000/h
+    memory_pii: str = "redact"  # KMMS episodes with personal data: "redact" (kept with [EMAIL]...) or "reject"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Long-running services, each its own process:
-``python -m hivemem.services gate|governance|caml|projectors [NAME...]|api``.
+``python -m hivemem.services gate|governance|caml|kmms|projectors [NAME...]|api``.
 
 They read ``HIVEMEM_KAFKA_BOOTSTRAP`` and ``HIVEMEM_DATABASE_URL``; ``hivemem up`` sets both.
 Every processor runs on the one stream runtime (``streams.runtime``). A service stops within
@@ -23,13 +23,26 @@ from projections.read_models.audit import AuditProjection
 from projections.read_models.caml import CamlProjection
 from projections.read_models.claws import ClawsProjection
 from projections.read_models.governance import GovernanceProjection
+from projections.read_models.kmms import KmmsProjection
 from streams.kafka import TP
 from streams.processor import Processor
 from streams.runtime import StreamRuntime
 
 # Every processor /readyz expects to see alive: the gate, the governance processor, the caml
 # processor, each read model (and the embedder, whose name carries its model: processors()).
-PROCESSORS = ["gate", "governance-processor", "caml-processor", "claws", "audit", "governance", "caml"]
+PROCESSORS = [
+    "gate",
+    "governance-processor",
+    "caml-processor",
+    "kmms-processor",
+    "kmms-enricher",
+    "kmms-consolidator",
+    "claws",
+    "audit",
+    "governance",
+    "caml",
+    "kmms",
+]
 log = logging.getLogger("hivemem.services")
 
 
@@ -41,6 +54,7 @@ def projections(settings: Settings) -> dict[str, Projection]:
         "audit": AuditProjection(output_verifier=verifier),
         "governance": GovernanceProjection(output_verifier=verifier),
         "caml": CamlProjection(),
+        "kmms": KmmsProjection(),
     }
 
 
@@ -101,12 +115,31 @@ def caml_processors(settings: Settings) -> list[Processor]:
             EmbedderProcessor(settings.topics, warm_embedder())]  # fmt: skip
 
 
+def kmms_processors(settings: Settings) -> list[Processor]:
+    """KMMS: the write path (PII policy, dedup), enrichment, consolidation and the embedder."""
+    from hivemem.caml_wiring import warm_embedder
+    from hivemem.kmms_wiring import consolidation_batch, consolidator, enricher
+    from processors.kmms_consolidator import KmmsConsolidatorProcessor
+    from processors.kmms_core import KmmsProcessor
+    from processors.kmms_embedder import KmmsEmbedderProcessor
+    from processors.kmms_enricher import KmmsEnricherProcessor
+
+    policies = {name: p.memory_pii for name, p in settings.load_config().tenants.items()}
+    names = settings.topics
+    return [KmmsProcessor(names, policies),  # type: ignore[arg-type]
+            KmmsEnricherProcessor(names, enricher()),
+            KmmsConsolidatorProcessor(names, consolidator(), consolidation_batch()),
+            KmmsEmbedderProcessor(names, warm_embedder())]  # fmt: skip
+
+
 def expected_processors() -> list[str]:
-    """What /readyz waits for: the fixed processors and the embedder of the configured model."""
+    """What /readyz waits for: the fixed processors and the embedders of the configured model."""
     from hivemem.caml_wiring import embedder
     from processors.caml_embedder import embedder_name
+    from processors.kmms_embedder import kmms_embedder_name
 
-    return [*PROCESSORS, embedder_name(embedder().model_id)]
+    model = embedder().model_id
+    return [*PROCESSORS, embedder_name(model), kmms_embedder_name(model)]
 
 
 def projection_processors(settings: Settings, only: list[str] | None = None) -> list[Processor]:
@@ -193,12 +226,14 @@ def main(argv: list[str]) -> None:
         from hivemem.audit_cli import daily_roots
 
         run_processors(settings, caml_processors(settings), [daily_roots])
+    elif which == "kmms":
+        run_processors(settings, kmms_processors(settings))
     elif which == "projectors":
         run_processors(settings, projection_processors(settings, argv[1:] or None))
     elif which == "api":
         run_api(settings)
     else:
-        raise SystemExit("usage: python -m hivemem.services gate|governance|caml|projectors [NAME...]|api")
+        raise SystemExit("usage: python -m hivemem.services gate|governance|caml|kmms|projectors [NAME...]|api")
 
 
 if __name__ == "__main__":

@@ -135,8 +135,11 @@ def parse_config(doc: dict[str, object]) -> HiveConfig:
             governance_enabled=bool(t.get("governance", True)),
             suspended_claws=frozenset(t.get("suspended_claws", [])),
             caml_tier=str(t.get("tier", "pro")),
+            memory_pii=str(t.get("memory_pii", "redact")),
         )
         tier_limit(tenants[name].caml_tier)  # an unknown tier is a configuration error, said at start
+        if tenants[name].memory_pii not in ("redact", "reject"):
+            raise ValueError(f'tenants file: tenants.{name}.memory_pii must be "redact" or "reject"')
     api = doc.get("api", {})
     assert isinstance(api, dict)
     return HiveConfig(
@@ -166,6 +169,7 @@ def write_default_config(path: Path, tenants: dict[str, bool] | None = None,
             f"governance = {'true' if governance else 'false'}",
             "suspended_claws = []",
             f'tier = "{(tiers or {}).get(tenant, "pro")}"  # CAML writes: free 20/h, pro 1,000/h, enterprise 100,000/h',
+            'memory_pii = "redact"  # personal data in memory episodes: "redact" or "reject"',
             f"[tenants.{tenant}.operator_secrets]",
             f'op1 = "{secrets.token_hex(32)}"',
             "",

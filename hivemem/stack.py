@@ -22,6 +22,7 @@ SERVICES = {
     "gate": ["gate"],
     "governance": ["governance"],
     "caml": ["caml"],
+    "kmms": ["kmms"],
     "projectors": ["projectors"],
     "api": ["api"],
 }

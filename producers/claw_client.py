@@ -23,6 +23,7 @@ from contracts.topics import TopicNames, partition_key
 from governance.signing import Ed25519Signer, HmacSigner, Signer
 from producers.caml_client import CamlClient, Hit
 from producers.envelopes import build_envelope
+from producers.memory_client import MemoryClient
 
 
 class PublishError(RuntimeError):
@@ -116,6 +117,7 @@ class ClawClient:
         self._publisher = EnvelopePublisher(producer or Producer(producer_config(bootstrap)), self.topics)
         # Reads (CAML recall) go through the API; writes go straight to Kafka.
         self.caml = CamlClient(api_url, api_token) if api_url and api_token else None
+        self._api = (api_url, api_token)
 
     def build(
         self,
@@ -201,6 +203,13 @@ class ClawClient:
     def validate(self, observation_id: str, outcome: str, note: str | None = None) -> LogPosition:
         """Report CONFIRMED, REFUTED or INCONCLUSIVE for a recalled observation (fire and forget)."""
         return self.publish("validation", {"observationId": observation_id, "verdict": outcome, "note": note})
+
+    def memory(self, user_id: str = "", thread_id: str | None = None) -> MemoryClient:
+        """This claw's long-term memory (KMMS), or one of its users' (needs ``api_url`` and ``api_token``)."""
+        url, token = self._api
+        if not url or not token:
+            raise RuntimeError("memory reads and writes go through the API: give ClawClient api_url= and api_token=")
+        return MemoryClient(url, token, user_id=user_id, thread_id=thread_id)
 
     def recall(self, query: str, k: int = 5, **kw: Any) -> list[Hit]:
         """Ranked observations of every operator (needs ``api_url`` and ``api_token``)."""

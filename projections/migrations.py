@@ -13,6 +13,7 @@ from psycopg import sql
 
 from projections.caml_metrics_migration import caml_metrics_migration
 from projections.caml_migrations import caml_migration
+from projections.kmms_migrations import kmms_migration
 from projections.http_migrations import HTTP_MIGRATION_10
 from projections.read_models import APP_ROLE
 from projections.read_models.audit import AuditProjection
@@ -125,6 +126,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (10, "consistency token check", lambda: HTTP_MIGRATION_10),
     (11, "caml", caml_migration),
     (12, "caml metrics", caml_metrics_migration),
+    (13, "kmms", kmms_migration),
 ]  # fmt: skip
 
 

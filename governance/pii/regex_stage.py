@@ -207,3 +207,32 @@ def scan(text: str, safe_email_domains: Iterable[str] = ()) -> RegexResult:
         elif miss:
             near[miss] = None
     return RegexResult(tuple(hits), tuple(near))
+
+
+@dataclass(frozen=True)
+class Redaction:
+    text: str
+    categories: tuple[str, ...]  # what was replaced, each once, in order of first occurrence
+
+
+def redact(text: str, safe_email_domains: Iterable[str] = ()) -> Redaction:
+    """``text`` with every stage-1 hit replaced by its category in brackets (``[EMAIL]``,
+    ``[PHONE]``...): for memories kept under the ``redact`` policy. Same rules as ``scan``."""
+    safe = DEFAULT_SAFE_EMAIL_DOMAINS.union(d.lower().strip(".") for d in safe_email_domains)
+    spans: list[tuple[int, int, str]] = []
+    if "@" in text:
+        spans += [(m.start(), m.end(), EMAIL) for m in _EMAIL.finditer(text) if not safe_email_domain(m.group(1), safe)]
+    for m in _CANDIDATES.finditer(text):
+        hit, _ = _classify(text, m)
+        if hit and not any(s <= m.start() < e for s, e, _ in spans):
+            spans.append((m.start(), m.end(), hit))
+    if not spans:
+        return Redaction(text, ())
+    out: list[str] = []
+    last, cats = 0, dict[str, None]()
+    for s, e, cat in sorted(spans):
+        if s < last:
+            continue  # overlapping candidates: the first one already covers it
+        out += [text[last:s], f"[{cat.upper()}]"]
+        last, cats[cat] = e, None
+    return Redaction("".join(out) + text[last:], tuple(cats))

@@ -1,0 +1,60 @@
+"""The retrieval units of an L4 episode: what is embedded and full-text indexed.
+
+A conversation is cut into rounds (a user turn and the replies that follow it, up to the next user
+turn), because a question usually matches what the user said together with the answer to it; other
+content is cut into paragraphs of at most ~``MAX_CHARS`` characters. Hits on units roll up to their
+episode (and session). Pure, so the embedder and the read model cut the same units.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contracts.kmms_records import KmmsEpisode
+
+MAX_CHARS = 1_200  # ~256 word pieces, the embedding model's window
+
+
+@dataclass(frozen=True)
+class Unit:
+    unit_id: str
+    ordinal: int
+    text: str
+
+
+def _paragraphs(text: str) -> list[str]:
+    out: list[str] = []
+    current = ""
+    for para in (p.strip() for p in text.split("\n")):
+        if not para:
+            continue
+        while len(para) > MAX_CHARS:  # one very long paragraph: cut at a space
+            cut = para.rfind(" ", 0, MAX_CHARS)
+            cut = cut if cut > MAX_CHARS // 2 else MAX_CHARS
+            if current:
+                out.append(current)
+                current = ""
+            out.append(para[:cut])
+            para = para[cut:].strip()
+        if current and len(current) + len(para) + 1 > MAX_CHARS:
+            out.append(current)
+            current = ""
+        current = f"{current}\n{para}" if current else para
+    if current:
+        out.append(current)
+    return out
+
+
+def units_of(ep: KmmsEpisode) -> list[Unit]:
+    if ep.turns:
+        rounds: list[list[str]] = []
+        for t in ep.turns:
+            line = f"{t.role}: {t.content}"
+            if t.role == "user" or not rounds:
+                rounds.append([line])
+            else:
+                rounds[-1].append(line)
+        texts = [piece for r in rounds for piece in _paragraphs("\n".join(r))]
+    else:
+        texts = _paragraphs(ep.content)
+    return [Unit(f"{ep.episode_id}#{i}", i, t) for i, t in enumerate(texts or [ep.content[:MAX_CHARS]])]

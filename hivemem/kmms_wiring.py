@@ -1,0 +1,29 @@
+"""Wiring KMMS's back-ends from the environment: the enricher (``HIVEMEM_KMMS_NER``), the
+consolidator (an OpenAI-compatible LLM at ``HIVEMEM_LLM_URL``, else the local deterministic one)
+and the consolidation batch (``HIVEMEM_KMMS_BATCH``, default 3 episodes per entity and topic)."""
+
+from __future__ import annotations
+
+import os
+
+from governance.kmms.consolidation import DEFAULT_BATCH, Consolidator
+from processors.kmms_enricher import Enricher
+
+
+def enricher() -> Enricher:
+    from inference.kmms_enrich import enricher_from_env
+
+    return enricher_from_env()
+
+
+def consolidator() -> Consolidator:
+    from inference.kmms_consolidator import consolidator_from_env
+
+    return consolidator_from_env()
+
+
+def consolidation_batch() -> int:
+    raw = os.environ.get("HIVEMEM_KMMS_BATCH", str(DEFAULT_BATCH))
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"HIVEMEM_KMMS_BATCH must be a positive integer, not {raw!r}")
+    return int(raw)

@@ -1,0 +1,73 @@
+"""The KMMS embedder: stored episodes and new L1–L3 nodes in, their vectors out, as derived events
+on ``hivemem.kmms.embeddings`` keyed ``<tenant>/<unit id>|<model>`` (the CAML embedder's design:
+computed once, replayed as data; the name carries the model's digest, so a changed model is a new
+consumer that re-embeds the whole memory in the background while the old vectors keep serving).
+
+Units: an episode's rounds or paragraphs (``governance/kmms/units.py``), and each L1/L2/L3 node.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Sequence
+
+from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms, encode_kmms
+from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from governance.kmms.units import units_of
+from inference.embeddings import Embedder
+from streams.offsets import Conn
+from streams.processor import Failure
+from streams.records import LogRecord, OutRecord
+
+
+def kmms_embedder_name(model_id: str) -> str:
+    return "kmms-embedder-" + hashlib.sha256(model_id.encode()).hexdigest()[:8]
+
+
+def node_text(ev: KmmsEvent) -> str | None:
+    n = ev.node
+    if n is None:
+        return None
+    if n.layer == 2 and n.fact_key:  # a fact reads better as a sentence than as key=value
+        return f"{n.entity} {n.fact_key.replace('_', ' ')}: {n.fact_value or n.content}"
+    return n.content
+
+
+class KmmsEmbedderProcessor:
+    def __init__(self, names: TopicNames, embedder: Embedder) -> None:
+        self.names = names
+        self.embedder = embedder
+        self.name = kmms_embedder_name(embedder.model_id)
+
+    def input_topics(self) -> list[str]:
+        return [self.names.kmms_events]
+
+    def open(self, conn: Conn) -> None:
+        pass  # stateless: its only effect is its outputs (and the runtime's offsets)
+
+    def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
+        todo: list[tuple[LogRecord, KmmsEvent, str, str]] = []  # (record, event, unit id, text)
+        for rec in records:
+            ev = decode_kmms(rec.value or b"", KmmsEvent)
+            if ev.kind == "EPISODE_STORED" and ev.episode is not None:
+                todo += [(rec, ev, u.unit_id, u.text) for u in units_of(ev.episode)]
+            elif ev.kind == "NODE_CREATED" and ev.node is not None:
+                text = node_text(ev)
+                if text:
+                    todo.append((rec, ev, ev.node.node_id, text))
+        if not todo:
+            return []
+        vectors = self.embedder.embed([t for *_, t in todo])
+        outs = []
+        model = self.embedder.model_id
+        for (rec, ev, unit, _), vec in zip(todo, vectors, strict=True):
+            key = f"{ev.tenant}/{unit}|{model}".encode()
+            out = KmmsEmbedding(unit_id=unit, tenant=ev.tenant, claw_id=ev.claw_id, scope=ev.scope, model=model,
+                                vector=[float(x) for x in vec], source=str(rec.position))  # fmt: skip
+            outs.append(OutRecord(self.names.kmms_embeddings, zlib.crc32(key) % DEFAULT_PARTITIONS, key,
+                                  encode_kmms(out)))  # fmt: skip
+        return outs
+
+    def refuse(self, failure: Failure) -> list[OutRecord]:
+        return []  # recorded in hivemem.processing_failures; the unit stays unembedded (text search still finds it)

@@ -1,0 +1,197 @@
+"""The claw-side KMMS SDK over HTTP: a claw's (or one of its users') long-term memory.
+
+    mem = claw.memory(user_id="u-17")        # or MemoryClient(api_url, token, user_id="u-17")
+    mem.add([{"role": "user", "content": "I moved to Porto last week"}], session_id="s-17",
+            occurred_at="2026-03-04T10:00:00Z")
+    hits = mem.search("where do I live now?", k=5).hits
+    res = mem.search("where did I live in March?", as_of="2026-03-31")
+    answer = mem.ask("what does John think about the DuckDB migration?")
+    print(answer.answer, answer.result.confidence, answer.result.provenance)
+
+Every hit carries its layer (1–4), score, confidence, hedging, the source episode/session ids
+and time fields, so an agent can cite its evidence. Errors raise ``MemoryError_`` with the
+server's reason code (PII_REJECTED, DUPLICATE_CONTENT, ...).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class Hit(_View):
+    layer: int
+    node_id: str
+    score: float
+    similarity: float
+    confidence: float
+    hedging: str | None
+    layer_meaning: str
+    text: str
+    episode_id: str | None = None
+    session_id: str | None = None
+    thread_id: str | None = None
+    occurred_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    status: str = "CURRENT"
+    entity: str | None = None
+    topic: str | None = None
+    fact_key: str | None = None
+    fact_value: str | None = None
+    version: int | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    source_ids: list[str] = []
+
+
+class LayerStep(_View):
+    layer: int
+    sufficient: bool
+    reason: str
+    best_similarity: float | None
+
+
+class SearchResult(_View):
+    query: str
+    temporal_intent: str
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    entities: list[str]
+    answer_layer: int | None
+    confidence: float
+    hedging_prefix: str | None
+    layer_meaning: str | None
+    abstained: bool
+    superseded_fallback: bool
+    drill: list[LayerStep]
+    provenance: list[str]
+    hits: list[Hit]
+    latency_ms: float
+
+
+class Answer(_View):
+    answer: str | None
+    result: SearchResult
+
+
+class AddResult(_View):
+    status: str  # STORED | PENDING
+    event_id: str
+    episode_id: str
+    consistency_token: str
+
+
+class MemoryError_(Exception):
+    def __init__(self, status: int, code: str, detail: str) -> None:
+        super().__init__(f"{status} {code}: {detail}")
+        self.status, self.code, self.detail = status, code, detail
+
+
+def _iso(when: datetime | str | int | float | None) -> str | None:
+    if when is None:
+        return None
+    if isinstance(when, (int, float)):  # epoch milliseconds
+        return datetime.fromtimestamp(when / 1000, UTC).isoformat()
+    if isinstance(when, datetime):
+        return (when if when.tzinfo else when.replace(tzinfo=UTC)).isoformat()
+    return when
+
+
+def _ms_fields(data: Any) -> Any:
+    """The API's times are epoch ms; the SDK shows datetimes."""
+    if isinstance(data, dict):
+        return {k: (datetime.fromtimestamp(v / 1000, UTC) if k in _TIME_KEYS and isinstance(v, int) else _ms_fields(v))
+                for k, v in data.items()}  # fmt: skip
+    if isinstance(data, list):
+        return [_ms_fields(x) for x in data]
+    return data
+
+
+_TIME_KEYS = {"occurredAt", "validFrom", "validUntil", "windowStart", "windowEnd"}
+
+
+class MemoryClient:
+    def __init__(self, api_url: str, token: str, user_id: str = "", thread_id: str | None = None,
+                 timeout_s: float = 30.0, transport: httpx.BaseTransport | None = None) -> None:  # fmt: skip
+        self.user_id, self.thread_id = user_id, thread_id
+        self._http = httpx.Client(base_url=api_url.rstrip("/"), headers={"Authorization": f"Bearer {token}"},
+                                  timeout=timeout_s, transport=transport)  # fmt: skip
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, **kw: Any) -> Any:
+        r = self._http.request(method, path, **kw)
+        if r.status_code >= 400:
+            try:
+                err = r.json()
+            except ValueError:
+                err = {"code": f"HTTP_{r.status_code}", "detail": r.text[:200]}
+            raise MemoryError_(r.status_code, str(err.get("code")), str(err.get("detail")))
+        return r.json()
+
+    def add(self, messages: Sequence[dict[str, str]] | str, *, session_id: str | None = None,
+            occurred_at: datetime | str | int | None = None, episode_id: str | None = None,
+            content_type: str | None = None, wait_ms: int = 5_000) -> AddResult:  # fmt: skip
+        """Store an episode: a conversation's messages ({"role", "content"}) or a text."""
+        body: dict[str, Any] = {"sessionId": session_id, "userId": self.user_id, "threadId": self.thread_id or "",
+                                "occurredAt": _iso(occurred_at), "episodeId": episode_id, "contentType": content_type}  # fmt: skip
+        if isinstance(messages, str):
+            body["content"] = messages
+        else:
+            body["messages"] = [{"role": m["role"], "content": m["content"]} for m in messages]
+        body = {k: v for k, v in body.items() if v is not None}
+        return AddResult.model_validate(self._call("POST", "/api/v1/memory/episodes", json=body,
+                                                   params={"wait_ms": wait_ms}))  # fmt: skip
+
+    def search(self, query: str, k: int = 5, *, as_of: datetime | str | int | None = None,
+               mode: str = "hybrid") -> SearchResult:  # fmt: skip
+        body = {"query": query, "k": k, "userId": self.user_id, "threadId": self.thread_id, "asOf": _iso(as_of),
+                "mode": mode}  # fmt: skip
+        data = self._call("POST", "/api/v1/memory/search", json={k2: v for k2, v in body.items() if v is not None})
+        return SearchResult.model_validate(_ms_fields(data))
+
+    def ask(self, question: str, k: int = 5, *, as_of: datetime | str | int | None = None) -> Answer:
+        body = {"query": question, "k": k, "userId": self.user_id, "threadId": self.thread_id, "asOf": _iso(as_of)}
+        data = self._call("POST", "/api/v1/memory/ask", json={k2: v for k2, v in body.items() if v is not None})
+        return Answer.model_validate(_ms_fields(data))
+
+    def facts(self, key: str | None = None, entity: str | None = None, history: bool = False) -> list[Hit]:
+        params: dict[str, Any] = {"user_id": self.user_id, "include_superseded": history}
+        params.update({k: v for k, v in (("key", key), ("entity", entity)) if v is not None})
+        return [Hit.model_validate(_ms_fields(h)) for h in self._call("GET", "/api/v1/memory/facts", params=params)]
+
+    def entities(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/api/v1/memory/entities", params={"user_id": self.user_id}))
+
+    def wait_indexed(self, episode_ids: Sequence[str], timeout_s: float = 60.0) -> None:
+        """Block until every episode is searchable (stored and embedded); TimeoutError otherwise."""
+        todo = set(episode_ids)
+        deadline = time.monotonic() + timeout_s
+        while todo:
+            for i in range(0, len(todo), 1_000):
+                batch = sorted(todo)[i : i + 1_000]
+                todo -= set(self._call("POST", "/api/v1/memory/indexed", json={"episodeIds": batch,
+                                                                               "userId": self.user_id}))  # fmt: skip
+            if not todo:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(todo)} episodes not searchable after {timeout_s:.0f} s")
+            time.sleep(0.1)

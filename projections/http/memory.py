@@ -1,0 +1,188 @@
+"""KMMS over HTTP: ``/api/v1/memory/*`` — add episodes, search, ask, read a node's version chain,
+list what the L0 index knows. The memory is the token's tenant and claw (and an optional user
+inside it); a token without a claw cannot address a memory.
+
+No `from __future__ import annotations` here: FastAPI must see the real dependency types.
+"""
+
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from contracts.models import MAX_ID, MAX_ITEMS, MAX_LABEL, MAX_TEXT
+from inference.embedding_base import EmbeddingError
+from projections import kmms_queries as q
+from projections.auth import Principal
+from projections.gateway import EnvelopeIn, envelope_from_request
+from projections.http.context import Ctx
+from projections.http.errors import ApiError, error_responses
+from projections.kmms_search import Memory
+
+_STATUS = {"PII_REJECTED": 422, "DUPLICATE_CONTENT": 409, "DUPLICATE_EPISODE": 409, "DUPLICATE": 409,
+           "REPLAYED": 409, "CLAW_SUSPENDED": 403}  # fmt: skip
+WAIT_DOC = "how long to wait for the verdict (ms, at most 30000); without one in time: 202 PENDING"
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class Turn(Body):
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str = Field(min_length=1, max_length=MAX_TEXT)
+
+
+class AddIn(Body):
+    messages: list[Turn] | None = Field(default=None, max_length=MAX_ITEMS, description="a conversation's turns")
+    content: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT,
+                                description="a document, note or tool result (instead of messages)")  # fmt: skip
+    content_type: Literal["CONVERSATION", "DOCUMENT", "TOOL_RESULT", "NOTE"] | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=MAX_LABEL)
+    user_id: str = Field(default="", max_length=MAX_LABEL)
+    thread_id: str = Field(default="", max_length=MAX_LABEL)
+    occurred_at: datetime | None = Field(default=None, description="when it happened (default: now); ISO 8601")
+    episode_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID)
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=MAX_ID)
+
+
+class AddOut(Body):
+    status: Literal["STORED", "PENDING"]
+    event_id: str
+    episode_id: str
+    consistency_token: str
+
+
+class SearchIn(Body):
+    query: str = Field(min_length=1, max_length=4_096)
+    k: int = Field(default=5, ge=1, le=50)
+    user_id: str = Field(default="", max_length=MAX_LABEL)
+    thread_id: str | None = Field(default=None, max_length=MAX_LABEL)
+    as_of: datetime | None = Field(default=None, description="the question's date: nothing after it is returned")
+    mode: Literal["hybrid", "vector", "text"] = "hybrid"
+
+
+class AskOut(Body):
+    answer: str | None  # the hedging prefix and the answering hit's text; None when abstaining
+    result: q.SearchResult
+
+
+class IndexedIn(Body):
+    episode_ids: list[str] = Field(max_length=1_000)
+    user_id: str = Field(default="", max_length=MAX_LABEL)
+
+
+def _ms(dt: datetime | None) -> int | None:
+    if dt is None:
+        return None
+    return int((dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
+def router(ctx: Ctx) -> APIRouter:
+    r = APIRouter(tags=["per-claw memory (KMMS)"])
+    Who = Annotated[Principal, Depends(ctx.principal)]
+    Wait = Annotated[int, Query(ge=0, le=30_000, description=WAIT_DOC)]
+    deps = ctx.deps
+
+    def memory(who: Principal, user_id: str, thread_id: str | None = None) -> Memory:
+        if who.claw_id is None:
+            raise ApiError(403, "CLAW_TOKEN_REQUIRED", "a memory belongs to a claw: use a token bound to one")
+        return Memory(who.tenant, who.claw_id, user_id, thread_id)
+
+    @r.post("/api/v1/memory/episodes", status_code=201, response_model=AddOut, response_model_by_alias=True,
+            responses={202: {"description": "published; not stored within wait_ms"},
+                       **error_responses(400, 401, 403, 409, 422, 503,
+                                         _422="PII_REJECTED (tenant policy reject), INVALID_FIELD",
+                                         _409="DUPLICATE_CONTENT (same content in this memory), DUPLICATE_EPISODE, "
+                                         "DUPLICATE")})  # fmt: skip
+    async def add(who: Who, body: AddIn, response: Response, wait_ms: Wait = 5_000) -> AddOut:
+        """Add an episode (L4, verbatim): a conversation's messages, or a document/note/tool result."""
+        memory(who, body.user_id)
+        if (body.messages is None) == (body.content is None):
+            raise ApiError(422, "INVALID_FIELD", "give exactly one of messages or content")
+        turns = [t.model_dump() for t in body.messages or []]
+        content = body.content or "\n".join(f"{t['role']}: {t['content']}" for t in turns)
+        if len(content) > MAX_TEXT:
+            raise ApiError(422, "INVALID_FIELD", f"the episode is longer than {MAX_TEXT} characters")
+        eid = body.episode_id or f"ep-{uuid.uuid4()}"
+        kind = body.content_type or ("CONVERSATION" if turns else "NOTE")
+        occurred = _ms(body.occurred_at) or int(time.time() * 1000)
+        payload = {"episodeId": eid, "about": f"memory:{who.claw_id}/{body.user_id}", "dimensions": {},
+                   "content": content, "occurredAt": occurred, "sessionId": body.session_id or eid,
+                   "userId": body.user_id, "threadId": body.thread_id, "contentType": kind, "turns": turns}  # fmt: skip
+        env = envelope_from_request(EnvelopeIn(type="episode", payload=payload, idempotency_key=body.idempotency_key),
+                                    who, deps.tenants)  # fmt: skip
+        try:
+            pos = await run_in_threadpool(deps.publisher.publish, env)
+        except Exception as exc:
+            raise ApiError(503, "PUBLISH_FAILED", f"Kafka did not take the write: {exc}") from exc
+        ctx.writes.labels("episode").inc()
+        out = AddOut(status="PENDING", event_id=env.event_id, episode_id=eid, consistency_token=str(pos))
+        found = await q.wait_episode(ctx.pool, who.tenant, env.event_id, wait_ms / 1000) if wait_ms else None
+        if found is None:
+            response.status_code = 202
+            return out
+        if found.outcome != "STORED":
+            code = found.reason_code or "REFUSED"
+            raise ApiError(_STATUS.get(code, 422), code, found.detail or f"refused: {code}")
+        return out.model_copy(update={"status": "STORED", "episode_id": found.episode_id or eid})
+
+    async def run_search(who: Principal, body: SearchIn) -> q.SearchResult:
+        m = memory(who, body.user_id, body.thread_id)
+        vector = None
+        model = deps.embedder.model_id if deps.embedder is not None else ""
+        if deps.embedder is not None and body.mode != "text":
+            try:
+                vector = await run_in_threadpool(deps.embedder.embed_query, body.query)
+            except EmbeddingError as exc:
+                raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", f"the query could not be embedded: {exc.code}") from exc
+        elif body.mode == "vector":
+            raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", "no embedding model is configured for this API")
+        params = q.SearchParams(body.query, vector, model, body.k, _ms(body.as_of), body.mode)
+        return await q.search(ctx.pool, m, params)
+
+    @r.post("/api/v1/memory/search", response_model=q.SearchResult, response_model_by_alias=True,
+            responses=error_responses(400, 401, 403, 422, 503))  # fmt: skip
+    async def search(who: Who, body: SearchIn) -> q.SearchResult:
+        """Layered retrieval: temporal intent, L1 -> L4 drill, confidence, hedging and provenance per hit."""
+        return await run_search(who, body)
+
+    @r.post("/api/v1/memory/ask", response_model=AskOut, response_model_by_alias=True,
+            responses=error_responses(400, 401, 403, 422, 503))  # fmt: skip
+    async def ask(who: Who, body: SearchIn) -> AskOut:
+        """The answering hit's text behind its hedging prefix, with the whole retrieval as evidence;
+        no answer (and a low confidence) when nothing in memory is about the question."""
+        res = await run_search(who, body)
+        top = next((h for h in res.hits if h.layer == res.answer_layer), None)
+        if res.abstained or top is None:
+            return AskOut(answer=None, result=res)
+        text = top.fact_value if top.layer == 2 and top.fact_value else top.text
+        return AskOut(answer=f"{res.hedging_prefix} {text}" if res.hedging_prefix else text, result=res)
+
+    @r.post("/api/v1/memory/indexed", response_model=list[str], responses=error_responses(400, 401, 403, 422))
+    async def indexed(who: Who, body: IndexedIn) -> list[str]:
+        """Which of these episodes are searchable yet (stored and every unit embedded)."""
+        model = deps.embedder.model_id if deps.embedder is not None else ""
+        return await q.indexed(ctx.pool, memory(who, body.user_id), body.episode_ids, model)
+
+    @r.get("/api/v1/memory/facts", response_model=list[q.MemoryHit], response_model_by_alias=True,
+           responses=error_responses(400, 401, 403, 422))  # fmt: skip
+    async def facts(who: Who, user_id: Annotated[str, Query(max_length=MAX_LABEL)] = "",
+                    key: Annotated[str | None, Query(max_length=MAX_ID)] = None,
+                    entity: Annotated[str | None, Query(max_length=MAX_ID)] = None,
+                    include_superseded: bool = False) -> list[q.MemoryHit]:  # fmt: skip
+        """L2 facts of the memory, each version with its validity window (EVOLUTION: include_superseded)."""
+        return await q.facts(ctx.pool, memory(who, user_id), key, entity, include_superseded)
+
+    @r.get("/api/v1/memory/entities", response_model=list[q.L0Term], response_model_by_alias=True,
+           responses=error_responses(400, 401, 403, 422))  # fmt: skip
+    async def entities(who: Who, user_id: Annotated[str, Query(max_length=MAX_LABEL)] = "") -> list[q.L0Term]:
+        """The L0 availability index: the entities and topics this memory holds."""
+        return await q.l0_terms(ctx.pool, memory(who, user_id))
+
+    return r

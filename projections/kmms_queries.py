@@ -1,0 +1,314 @@
+"""KMMS retrieval, top-down (seed 000 §3): parse, route, drill L1 -> L2 -> L3 -> L4, score, hedge.
+
+1. Parse: the query's vector, its temporal intent (``governance.kmms.temporal``: CURRENT,
+   EVOLUTION, WINDOW, POINT_IN_TIME, UNSPECIFIED, relative dates resolved against ``as_of``), and
+   which of its words the L0 index knows (entities and topics of this memory).
+2. Route and drill: L1–L3 nodes and L4 episodes are retrieved (``projections.kmms_search``) under
+   the intent's filter; layers are visited L1 -> L4 and the first sufficient one answers
+   (``governance.kmms.sufficiency``: the signal words' minimum depth, then similarity >= tau and
+   the query's entities covered). Each skipped layer says why.
+3. Score: every hit gets seed Table 3's base for its layer plus the modifiers
+   (``governance.kmms.confidence``); the answer's confidence is its top hit's (X-14). A CURRENT
+   query that finds only superseded content returns it with -0.30 and says so (X-15).
+4. Nothing whose event time is after ``as_of`` is a candidate, and a node's validity is judged at
+   ``as_of``: a value superseded later is still the current one as of then (no future leaks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from governance.kmms.sufficiency import judge_layer, min_depth
+from governance.kmms.temporal import TemporalIntent, parse_temporal
+from psycopg_pool import AsyncConnectionPool
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from governance.kmms.confidence import NodeSignals, score
+from governance.kmms.strength import is_forgotten, strength_at
+from projections.kmms_search import Memory, Mode, NodeRow, UnitHit, node_candidates, unit_candidates
+from projections.queries import tenant_tx
+
+FAR_FUTURE = 2**62
+ABSTAIN_BELOW = 0.30  # best cosine similarity under which nothing in memory is about the query
+
+
+class View(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class MemoryHit(View):
+    layer: int
+    node_id: str  # the node, or for L4 the episode id
+    score: float  # fused first-stage score (reciprocal rank)
+    similarity: float
+    confidence: float
+    hedging: str | None
+    layer_meaning: str
+    modifiers: list[tuple[str, float]]
+    text: str
+    episode_id: str | None = None
+    session_id: str | None = None
+    thread_id: str | None = None
+    occurred_at: int | None = None  # event time, ms (L4)
+    valid_from: int | None = None
+    valid_until: int | None = None
+    status: str = "CURRENT"
+    entity: str | None = None
+    topic: str | None = None
+    fact_key: str | None = None
+    fact_value: str | None = None
+    version: int | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    source_ids: list[str] = []
+    logged_at: int | None = None
+
+
+class LayerStep(View):
+    layer: int
+    sufficient: bool
+    reason: str
+    best_similarity: float | None
+
+
+class SearchResult(View):
+    query: str
+    as_of: int
+    temporal_intent: str
+    window_start: int | None
+    window_end: int | None
+    temporal_cues: list[str]
+    entities: list[str]  # the query's words the L0 index knows
+    answer_layer: int | None
+    confidence: float
+    hedging_prefix: str | None
+    layer_meaning: str | None
+    abstained: bool
+    superseded_fallback: bool  # X-15: a CURRENT query answered from superseded content
+    drill: list[LayerStep]
+    provenance: list[str]  # node ids from the top layer visited down to the answer
+    hits: list[MemoryHit]
+    latency_ms: float
+
+
+def _words(text: str) -> list[str]:
+    return sorted({w for w in re.findall(r"[a-z0-9][a-z0-9'-]*", text.lower()) if len(w) > 2})
+
+
+async def known_terms(conn: Any, m: Memory, query: str) -> list[str]:
+    """L0 routing: which of the query's words (and word pairs) are entities or topics of this memory."""
+    words = _words(query)
+    pairs = [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+    cur = await conn.execute(
+        "SELECT DISTINCT term FROM kmms.kmms_l0 WHERE tenant = %s AND claw_id = %s AND scope = %s AND term = ANY(%s)",
+        (m.tenant, m.claw_id, m.scope, words + pairs),
+    )
+    return sorted(str(r[0]) for r in await cur.fetchall())
+
+
+def node_filter(intent: TemporalIntent, as_of: int) -> tuple[str, dict[str, Any]]:
+    """SQL (over ``n.``) for the nodes an intent may see, judged at ``as_of``."""
+    p: dict[str, Any] = {"as_of": as_of}
+    known = "n.event_time <= %(as_of)s AND n.valid_from <= %(as_of)s"
+    valid_at = "(n.valid_until IS NULL OR n.valid_until > %(at)s) AND n.valid_from <= %(at)s"
+    if intent.kind == "EVOLUTION":
+        return known, p
+    if intent.kind == "WINDOW":
+        p.update(ws=intent.start_ms if intent.start_ms is not None else -FAR_FUTURE,
+                 we=intent.end_ms if intent.end_ms is not None else as_of)  # fmt: skip
+        return f"{known} AND n.event_time >= %(ws)s AND n.valid_from <= %(we)s", p
+    at = as_of
+    if intent.kind == "POINT_IN_TIME" and intent.end_ms is not None:
+        at = min(intent.end_ms, as_of)
+    p["at"] = at
+    return f"{known} AND {valid_at}", p
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    query: str
+    vector: list[float] | None
+    model: str
+    k: int = 5
+    as_of: int | None = None
+    mode: Mode = "hybrid"
+    tau: float = 0.75
+
+
+def _hit_from_node(n: NodeRow, now: int, current_query: bool) -> MemoryHit:
+    superseded = n.status == "SUPERSEDED"
+    s = strength_at(n.strength, n.last_verified or n.logged_at, now)
+    evidence = len(set(n.source_ids))
+    c = score(NodeSignals(n.layer, n.similarity, evidence, n.last_verified, s, superseded), now, current_query)
+    return MemoryHit(layer=n.layer, node_id=n.node_id, score=round(n.fused, 6), similarity=round(n.similarity, 4),
+                     confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
+                     modifiers=[(name, d) for name, d in c.modifiers], text=n.content, valid_from=n.valid_from,
+                     valid_until=n.valid_until, status=n.status, entity=n.entity, topic=n.topic,
+                     fact_key=n.fact_key, fact_value=n.fact_value, version=n.version, supersedes=n.supersedes,
+                     superseded_by=n.superseded_by, source_ids=list(n.source_ids), logged_at=n.logged_at)  # fmt: skip
+
+
+def _hits_from_units(units: list[UnitHit], k: int, now: int) -> list[MemoryHit]:
+    best: dict[str, UnitHit] = {}
+    for u in units:  # already in fused order: the first unit of an episode is its best
+        best.setdefault(u.episode_id, u)
+    out = []
+    for u in list(best.values())[:k]:
+        c = score(NodeSignals(4, u.similarity, 1, None, 1.0, False), now, False)
+        out.append(MemoryHit(layer=4, node_id=u.episode_id, score=round(u.fused, 6), similarity=round(u.similarity, 4),
+                             confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
+                             modifiers=[(name, d) for name, d in c.modifiers], text=u.text, episode_id=u.episode_id,
+                             session_id=u.session_id, thread_id=u.thread_id or None, occurred_at=u.occurred_at,
+                             valid_from=u.occurred_at, logged_at=u.logged_at))  # fmt: skip
+    return out
+
+
+async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> SearchResult:
+    started = time.perf_counter()
+    now = int(time.time() * 1000)
+    as_of = sp.as_of if sp.as_of is not None else now
+    intent = parse_temporal(sp.query, as_of)
+    current_query = intent.kind in ("CURRENT", "UNSPECIFIED")
+    start = intent.start_ms if intent.kind == "WINDOW" else None
+    bound = min(as_of, intent.end_ms) if intent.kind == "WINDOW" and intent.end_ms is not None else as_of
+    fallback = False
+    async with tenant_tx(pool, m.tenant) as conn:
+        terms = await known_terms(conn, m, sp.query)
+        units = await unit_candidates(conn, m, sp.vector, sp.model, sp.query, sp.mode, bound, start, 4 * sp.k + 20)
+        if not units and start is not None:  # an empty window: the date was wrong or loose; search all time
+            units = await unit_candidates(conn, m, sp.vector, sp.model, sp.query, sp.mode, as_of, None, 4 * sp.k + 20)
+        flt, params = node_filter(intent, as_of)
+        nodes = await node_candidates(conn, m, sp.vector, sp.model, sp.query, sp.mode, flt, params, 3 * sp.k)
+        if not nodes and intent.kind == "CURRENT":  # X-15: only superseded content matches
+            nodes = await node_candidates(conn, m, sp.vector, sp.model, sp.query, sp.mode,
+                                          "n.event_time <= %(as_of)s AND n.valid_from <= %(as_of)s",
+                                          {"as_of": as_of}, 3 * sp.k)  # fmt: skip
+            fallback = bool(nodes)
+    eval_at = as_of
+    node_hits = [_hit_from_node(n, eval_at, current_query) for n in nodes
+                 if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
+                 or intent.kind == "EVOLUTION"]  # fmt: skip
+    if intent.kind == "EVOLUTION":
+        node_hits.sort(key=lambda h: (h.layer, h.entity or "", h.fact_key or "", h.valid_from or 0, h.version or 0))
+    l4 = _hits_from_units(units, sp.k, eval_at)
+    floor, why = min_depth(sp.query)
+    drill: list[LayerStep] = []
+    provenance: list[str] = []
+    answer: MemoryHit | None = None
+    for layer in (1, 2, 3, 4):
+        candidates = [h for h in (l4 if layer == 4 else node_hits) if h.layer == layer]
+        best = max(candidates, key=lambda h: h.similarity, default=None)
+        covered = best is not None and all(t in (best.text + " " + (best.entity or "")).lower() for t in terms)
+        v = judge_layer(layer, best.similarity if best else 0.0, covered, floor, sp.tau)
+        drill.append(LayerStep(layer=layer, sufficient=v.sufficient and best is not None,
+                               reason=v.reason if best is not None else "no candidate at this layer",
+                               best_similarity=best.similarity if best else None))  # fmt: skip
+        if best is not None:
+            provenance.append(best.node_id)
+        if v.sufficient and best is not None:
+            answer = best
+            break
+    if answer is None:  # no layer sufficient: the deepest evidence found answers, hedged by its score
+        answer = l4[0] if l4 else (node_hits[0] if node_hits else None)
+    best_sim = max((h.similarity for h in [*l4, *node_hits]), default=0.0)
+    abstained = answer is None or (best_sim < ABSTAIN_BELOW and not terms)
+    confidence = 0.0 if answer is None else answer.confidence
+    if abstained and answer is not None:
+        confidence = min(confidence, 0.30 if terms else 0.0)  # L0 at most: "I have something on this topic"
+    hits = [*node_hits[: sp.k], *l4]
+    return SearchResult(
+        query=sp.query, as_of=as_of, temporal_intent=intent.kind, window_start=intent.start_ms,
+        window_end=intent.end_ms, temporal_cues=list(intent.cues), entities=terms,
+        answer_layer=None if answer is None else answer.layer, confidence=confidence,
+        hedging_prefix=_hedge(confidence), layer_meaning=None if answer is None else answer.layer_meaning,
+        abstained=abstained, superseded_fallback=fallback, drill=drill, provenance=provenance, hits=hits,
+        latency_ms=round((time.perf_counter() - started) * 1000, 3))  # fmt: skip
+
+
+def _hedge(value: float) -> str | None:
+    from governance.kmms.confidence import hedging
+
+    return hedging(value)
+
+
+class EpisodeVerdict(View):
+    outcome: str  # STORED | REFUSED
+    episode_id: str | None = None
+    reason_code: str | None = None
+    detail: str | None = None
+
+
+async def episode_verdict(pool: AsyncConnectionPool, tenant: str, event_id: str) -> EpisodeVerdict | None:
+    async with tenant_tx(pool, tenant) as conn:
+        cur = await conn.execute("SELECT episode_id FROM kmms.kmms_episodes WHERE tenant = %s AND "
+                                 "envelope_event_id = %s", (tenant, event_id))  # fmt: skip
+        row = await cur.fetchone()
+        if row is not None:
+            return EpisodeVerdict(outcome="STORED", episode_id=str(row[0]))
+        cur = await conn.execute("SELECT reason_code, detail FROM audit.events WHERE tenant = %s AND event_id = %s "
+                                 "AND outcome = 'REJECTED' LIMIT 1", (tenant, event_id))  # fmt: skip
+        rej = await cur.fetchone()
+    if rej is not None:
+        return EpisodeVerdict(outcome="REFUSED", reason_code=str(rej[0]), detail=str(rej[1] or ""))
+    return None
+
+
+async def wait_episode(pool: AsyncConnectionPool, tenant: str, event_id: str, wait_s: float) -> EpisodeVerdict | None:
+    deadline = time.monotonic() + wait_s
+    delay = 0.005
+    while True:
+        found = await episode_verdict(pool, tenant, event_id)
+        if found is not None or time.monotonic() >= deadline:
+            return found
+        await asyncio.sleep(delay)
+        delay = min(delay * 1.5, 0.05)
+
+
+async def indexed(pool: AsyncConnectionPool, m: Memory, episode_ids: list[str], model: str) -> list[str]:
+    """Which of ``episode_ids`` are searchable: stored, and every unit has its vector."""
+    async with tenant_tx(pool, m.tenant) as conn:
+        cur = await conn.execute(
+            "SELECT u.episode_id FROM kmms.kmms_units u LEFT JOIN kmms.kmms_vectors v ON v.tenant = u.tenant "
+            "AND v.unit_id = u.unit_id AND v.model = %s WHERE u.tenant = %s AND u.claw_id = %s AND u.scope = %s "
+            "AND u.episode_id = ANY(%s) GROUP BY u.episode_id HAVING bool_and(v.unit_id IS NOT NULL)",
+            (model, m.tenant, m.claw_id, m.scope, episode_ids),
+        )
+        return sorted(str(r[0]) for r in await cur.fetchall())
+
+
+class L0Term(View):
+    kind: str  # entity | topic
+    term: str
+    entity_kind: str | None
+    first_seen: int
+    episodes: int
+
+
+async def l0_terms(pool: AsyncConnectionPool, m: Memory) -> list[L0Term]:
+    async with tenant_tx(pool, m.tenant) as conn:
+        cur = await conn.execute(
+            "SELECT kind, term, entity_kind, first_seen, episodes FROM kmms.kmms_l0 WHERE tenant = %s AND "
+            "claw_id = %s AND scope = %s ORDER BY kind, episodes DESC, term", (m.tenant, m.claw_id, m.scope))  # fmt: skip
+        rows: list[Any] = await cur.fetchall()
+    return [L0Term(kind=a, term=b, entity_kind=c, first_seen=d, episodes=e) for a, b, c, d, e in rows]
+
+
+async def facts(pool: AsyncConnectionPool, m: Memory, key: str | None, entity: str | None,
+                include_superseded: bool) -> list[MemoryHit]:  # fmt: skip
+    from projections.kmms_search import NODE_COLUMNS, node_of
+
+    async with tenant_tx(pool, m.tenant) as conn:
+        cur = await conn.execute(
+            f"SELECT {NODE_COLUMNS} FROM kmms.kmms_nodes n WHERE n.tenant = %s AND n.claw_id = %s AND n.scope = %s "
+            "AND n.layer = 2 AND (%s::text IS NULL OR n.fact_key = %s) AND (%s::text IS NULL OR n.entity = %s) "
+            "AND (%s OR n.status = 'CURRENT') ORDER BY n.entity, n.fact_key, n.valid_from, n.version",
+            (m.tenant, m.claw_id, m.scope, key, key, entity, entity, include_superseded),
+        )
+        rows = await cur.fetchall()
+    now = int(time.time() * 1000)
+    return [_hit_from_node(node_of(r, 0.0, 1.0), now, not include_superseded) for r in rows]

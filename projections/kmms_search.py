@@ -1,0 +1,171 @@
+"""First-stage retrieval over one memory's read model: vector (pgvector HNSW, cosine) and full
+text (Postgres ``ts_rank_cd`` over an OR of the query's lexemes, a BM25-like ranking), fused by
+reciprocal rank (``governance.kmms.fusion.rrf``). Units (rounds/paragraphs of L4 episodes) roll up
+to their episode by their best unit; L1–L3 nodes are ranked the same way.
+
+Every query filters by tenant, claw and user (the memory), and by time: nothing whose event time
+is after ``bound`` (the caller's ``as_of``) is ever a candidate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from psycopg import AsyncConnection
+
+from governance.kmms.fusion import rrf
+
+Mode = Literal["hybrid", "vector", "text"]
+Conn = AsyncConnection[tuple[object, ...]]
+# An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
+_TSQ = "replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery"
+
+
+@dataclass(frozen=True)
+class Memory:
+    tenant: str
+    claw_id: str
+    scope: str  # user id, "" = the claw's own memory
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True)
+class UnitHit:
+    unit_id: str
+    episode_id: str
+    session_id: str
+    thread_id: str
+    text: str
+    occurred_at: int
+    logged_at: int
+    fused: float
+    similarity: float  # cosine similarity of the unit to the query (0 when it has no vector yet)
+
+
+def _vec(v: list[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in v) + "]"
+
+
+async def _ranked(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
+    cur = await conn.execute(sql, params)  # type: ignore[arg-type]
+    return [str(r[0]) for r in await cur.fetchall()]
+
+
+async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
+                          bound: int, start: int | None, n: int) -> list[UnitHit]:  # fmt: skip
+    """The ``n`` best units by the fused ranking, within [start, bound] of event time."""
+    p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
+                         "bound": bound, "start": start if start is not None else -(2**62), "th": m.thread_id}  # fmt: skip
+    where = ("u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.occurred_at <= %(bound)s "
+             "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
+    rankings: list[list[str]] = []
+    if vector is not None and mode in ("hybrid", "vector"):
+        p["q"] = _vec(vector)
+        await conn.execute("SET LOCAL hnsw.ef_search = 100")
+        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        rankings.append(await _ranked(conn, (
+            "SELECT v.unit_id FROM kmms.kmms_vectors v JOIN kmms.kmms_units u ON u.tenant = v.tenant "
+            "AND u.unit_id = v.unit_id WHERE v.model = %(model)s AND v.kind = 'unit' AND v.tenant = %(t)s "
+            f"AND v.claw_id = %(c)s AND v.scope = %(s)s AND {where} "
+            "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(n)s"), p))  # fmt: skip
+    if mode in ("hybrid", "text") and text.strip():
+        rankings.append(await _ranked(conn, (
+            f"SELECT u.unit_id FROM kmms.kmms_units u, {_TSQ} q WHERE {where} AND u.tsv @@ q "
+            "ORDER BY ts_rank_cd(u.tsv, q, 32) DESC, u.unit_id LIMIT %(n)s"), p))  # fmt: skip
+    fused = rrf(rankings)[:n]
+    if not fused:
+        return []
+    p["ids"] = [u for u, _ in fused]
+    sim = "1 - (v.embedding <=> %(q)s::vector)" if "q" in p else "0"
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
+        f"coalesce({sim}, 0) FROM kmms.kmms_units u LEFT JOIN kmms.kmms_vectors v ON v.tenant = u.tenant "
+        "AND v.unit_id = u.unit_id AND v.model = %(model)s WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
+        p,
+    )
+    rows = {str(r[0]): r for r in await cur.fetchall()}
+    score = dict(fused)
+    return [
+        UnitHit(
+            u, str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), score[u], float(str(r[7]))
+        )  # fmt: skip
+        for u in p["ids"]
+        if (r := rows.get(u)) is not None
+    ]
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    node_id: str
+    layer: int
+    entity: str
+    topic: str
+    time_window: str | None
+    content: str
+    version: int
+    supersedes: str | None
+    superseded_by: str | None
+    status: str
+    valid_from: int
+    valid_until: int | None
+    event_time: int
+    fact_key: str | None
+    fact_value: str | None
+    fact_type: str | None
+    confidence: float
+    context: str | None
+    source_ids: tuple[str, ...]
+    strength: float
+    reinforcements: int
+    last_verified: int | None
+    logged_at: int
+    flagged: bool
+    fused: float = 0.0
+    similarity: float = 0.0
+
+
+NODE_COLUMNS = ("n.node_id, n.layer, n.entity, n.topic, n.time_window, n.content, n.version, n.supersedes, "
+                "n.superseded_by, n.status, n.valid_from, n.valid_until, n.event_time, n.fact_key, n.fact_value, "
+                "n.fact_type, n.confidence, n.context, n.source_ids, n.strength, n.reinforcements, "
+                "n.last_verified, n.logged_at, n.flagged")  # fmt: skip
+
+
+def node_of(r: tuple[object, ...], fused: float = 0.0, similarity: float = 0.0) -> NodeRow:
+    a: Any = r
+    return NodeRow(str(a[0]), int(a[1]), str(a[2]), str(a[3]), a[4], str(a[5]), int(a[6]), a[7], a[8], str(a[9]),
+                   int(a[10]), a[11], int(a[12]), a[13], a[14], a[15], float(a[16]), a[17], tuple(a[18] or ()),
+                   float(a[19]), int(a[20]), a[21], int(a[22]), bool(a[23]), fused, similarity)  # fmt: skip
+
+
+async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
+                          time_filter: str, params: dict[str, Any], n: int) -> list[NodeRow]:  # fmt: skip
+    """The ``n`` best L1–L3 nodes passing ``time_filter`` (SQL over ``n.``), by the fused ranking."""
+    p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n, **params}
+    where = f"n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s AND {time_filter}"
+    rankings: list[list[str]] = []
+    if vector is not None and mode in ("hybrid", "vector"):
+        p["q"] = _vec(vector)
+        rankings.append(await _ranked(conn, (
+            "SELECT n.node_id FROM kmms.kmms_vectors v JOIN kmms.kmms_nodes n ON n.tenant = v.tenant "
+            "AND n.node_id = v.unit_id WHERE v.model = %(model)s AND v.kind = 'node' AND v.tenant = %(t)s "
+            f"AND v.claw_id = %(c)s AND v.scope = %(s)s AND {where} "
+            "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(n)s"), p))  # fmt: skip
+    if mode in ("hybrid", "text") and text.strip():
+        rankings.append(await _ranked(conn, (
+            f"SELECT n.node_id FROM kmms.kmms_nodes n, {_TSQ} q WHERE {where} AND n.tsv @@ q "
+            "ORDER BY ts_rank_cd(n.tsv, q, 32) DESC, n.node_id LIMIT %(n)s"), p))  # fmt: skip
+    fused = rrf(rankings)[:n]
+    if not fused:
+        return []
+    p["ids"] = [u for u, _ in fused]
+    sim = "1 - (v.embedding <=> %(q)s::vector)" if "q" in p else "0"
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT {NODE_COLUMNS}, coalesce({sim}, 0) FROM kmms.kmms_nodes n LEFT JOIN kmms.kmms_vectors v "
+        "ON v.tenant = n.tenant AND v.unit_id = n.node_id AND v.model = %(model)s "
+        "WHERE n.tenant = %(t)s AND n.node_id = ANY(%(ids)s)",
+        p,
+    )
+    rows = {str(r[0]): r for r in await cur.fetchall()}
+    score = dict(fused)
+    return [node_of(r[:-1], score[i], float(str(r[-1]))) for i in p["ids"] if (r := rows.get(i)) is not None]

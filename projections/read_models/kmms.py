@@ -1,0 +1,208 @@
+"""KMMS read model (seed 000 §2): one claw's (or one of its users') layered memory.
+
+Tables (schema ``kmms``), every row tenant-scoped by row-level security:
+- ``kmms_episodes``: L4, verbatim and immutable (only an erasure blanks the text), with the
+  enrichment's entities and topics; ``kmms_units``: its rounds/paragraphs with a full-text vector;
+- ``kmms_nodes``: L1 abstractions, L2 facts, L3 summaries with versions, validity windows,
+  status CURRENT/SUPERSEDED and SUPERSEDES links, strength and reinforcement;
+- ``kmms_l0``: the availability index (entities and topics per memory: an O(1) primary-key probe);
+- ``kmms_vectors``: one vector per (unit or node, model), ``kind`` unit or node; one partial HNSW index per model
+  (m=16, ef_construction=64), so two models' vectors never share an index;
+- ``kmms_contradictions``: every contradiction with its class and resolution.
+Folds are keyed by ids from the log, so a replay rebuilds the same rows.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms
+from contracts.topics import TopicNames
+from governance.kmms.units import units_of
+from projections.read_models import DigestTable, schema_ddl, tenant_table
+from projections.read_models.caml import index_name as caml_index_name
+from streams.records import LogRecord
+
+Cur = psycopg.Cursor[tuple[object, ...]]
+DIM = 384
+_EP = ("tenant, claw_id, scope, episode_id, session_id, thread_id, content_type, occurred_at, content, content_hash, "
+       "redacted, envelope_event_id, event_id, logged_at")  # fmt: skip
+_NODE = ("tenant, claw_id, scope, node_id, layer, entity, topic, time_window, content, version, supersedes, "
+         "valid_from, event_time, fact_key, fact_value, fact_type, confidence, context, source_ids, model, logged_at, "
+         "last_verified")  # fmt: skip
+TABLES = ("kmms_episodes", "kmms_units", "kmms_nodes", "kmms_l0", "kmms_vectors", "kmms_contradictions")
+
+
+def index_name(model: str) -> str:
+    return "kmms_" + caml_index_name(model)
+
+
+class KmmsProjection:
+    name: str = "kmms"
+    tables: tuple[DigestTable, ...] = (
+        DigestTable("kmms_episodes", _EP + ", primary_entity, primary_topic, entities, topics, erased",
+                    "tenant, episode_id"),
+        DigestTable("kmms_units", "tenant, unit_id, episode_id, ordinal, text", "tenant, unit_id"),
+        DigestTable("kmms_nodes", _NODE + ", status, superseded_by, valid_until, strength, reinforcements, flagged",
+                    "tenant, node_id"),
+        DigestTable("kmms_l0", "tenant, claw_id, scope, kind, term, entity_kind, first_seen, episodes",
+                    "tenant, claw_id, scope, kind, term"),
+        DigestTable("kmms_vectors", "unit_id, model, embedding::text", "unit_id, model"),
+        DigestTable("kmms_contradictions", "tenant, event_id, old_node, new_node, class, resolution, at",
+                    "tenant, event_id"),
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self._indexed: set[tuple[str, str]] = set()
+
+    def topics(self, names: TopicNames) -> list[str]:
+        return names.kmms_topics()
+
+    def ddl(self, schema: str) -> list[str]:
+        s = schema
+        return [
+            *schema_ddl(s),
+            f"""CREATE TABLE {s}.kmms_episodes (
+                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, episode_id text NOT NULL,
+                session_id text NOT NULL, thread_id text NOT NULL, content_type text NOT NULL,
+                occurred_at bigint NOT NULL, content text NOT NULL, content_hash text NOT NULL, redacted text[] NOT NULL,
+                envelope_event_id text, event_id text NOT NULL, logged_at bigint NOT NULL,
+                primary_entity text, primary_topic text, entities text[] NOT NULL DEFAULT '{{}}',
+                topics text[] NOT NULL DEFAULT '{{}}', erased boolean NOT NULL DEFAULT false,
+                PRIMARY KEY (tenant, episode_id))""",
+            f"CREATE INDEX kmms_ep_scope ON {s}.kmms_episodes (tenant, claw_id, scope, occurred_at)",
+            f"CREATE INDEX kmms_ep_event ON {s}.kmms_episodes (tenant, envelope_event_id)",
+            f"""CREATE TABLE {s}.kmms_units (
+                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, unit_id text NOT NULL,
+                episode_id text NOT NULL, session_id text NOT NULL, thread_id text NOT NULL, ordinal int NOT NULL,
+                text text NOT NULL, occurred_at bigint NOT NULL, logged_at bigint NOT NULL,
+                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+                PRIMARY KEY (tenant, unit_id))""",
+            f"CREATE INDEX kmms_units_tsv ON {s}.kmms_units USING gin (tsv)",
+            f"CREATE INDEX kmms_units_scope ON {s}.kmms_units (tenant, claw_id, scope, occurred_at)",
+            f"""CREATE TABLE {s}.kmms_nodes (
+                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, node_id text NOT NULL,
+                layer int NOT NULL, entity text NOT NULL, topic text NOT NULL, time_window text, content text NOT NULL,
+                version int NOT NULL, supersedes text, valid_from bigint NOT NULL, event_time bigint NOT NULL,
+                fact_key text, fact_value text, fact_type text, confidence double precision NOT NULL, context text,
+                source_ids text[] NOT NULL, model text NOT NULL, logged_at bigint NOT NULL, last_verified bigint,
+                status text NOT NULL DEFAULT 'CURRENT', superseded_by text, valid_until bigint,
+                strength double precision NOT NULL DEFAULT 1.0, reinforcements int NOT NULL DEFAULT 0,
+                flagged boolean NOT NULL DEFAULT false,
+                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', coalesce(fact_value, '') || ' ' || content))
+                    STORED,
+                PRIMARY KEY (tenant, node_id))""",
+            f"CREATE INDEX kmms_nodes_scope ON {s}.kmms_nodes (tenant, claw_id, scope, layer, entity)",
+            f"CREATE INDEX kmms_nodes_tsv ON {s}.kmms_nodes USING gin (tsv)",
+            f"""CREATE TABLE {s}.kmms_l0 (
+                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, kind text NOT NULL,
+                term text NOT NULL, entity_kind text, first_seen bigint NOT NULL, episodes int NOT NULL,
+                PRIMARY KEY (tenant, claw_id, scope, kind, term))""",
+            f"""CREATE TABLE {s}.kmms_vectors (
+                unit_id text NOT NULL, model text NOT NULL, tenant text NOT NULL, claw_id text NOT NULL,
+                scope text NOT NULL, kind text NOT NULL, embedding vector({DIM}) NOT NULL,
+                PRIMARY KEY (unit_id, model))""",
+            f"CREATE INDEX kmms_vectors_scope ON {s}.kmms_vectors (tenant, claw_id, scope, model, kind)",
+            f"""CREATE TABLE {s}.kmms_contradictions (
+                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, event_id text NOT NULL,
+                old_node text NOT NULL, new_node text NOT NULL, class text NOT NULL, resolution text NOT NULL,
+                at bigint NOT NULL, PRIMARY KEY (tenant, event_id))""",
+            *[x for t in TABLES for x in tenant_table(s, t)],
+        ]
+
+    def fold(self, cur: Cur, schema: str, records: list[LogRecord]) -> None:
+        for rec in records:
+            if rec.topic.endswith("kmms.embeddings"):
+                self._embedding(cur, schema, decode_kmms(rec.value or b"", KmmsEmbedding))
+            else:
+                self._event(cur, schema, decode_kmms(rec.value or b"", KmmsEvent))
+
+    def _event(self, cur: Cur, s: str, ev: KmmsEvent) -> None:
+        who = (ev.tenant, ev.claw_id, ev.scope)
+        if ev.kind == "EPISODE_STORED" and ev.episode is not None:
+            e = ev.episode
+            cur.execute(
+                f"INSERT INTO {s}.kmms_episodes ({_EP}) VALUES ({', '.join(['%s'] * 14)}) ON CONFLICT DO NOTHING",
+                (*who, e.episode_id, e.session_id, e.thread_id, e.content_type, e.occurred_at, e.content,
+                 e.content_hash, e.redacted, ev.related_id, ev.event_id, ev.at),
+            )  # fmt: skip
+            cur.executemany(
+                f"INSERT INTO {s}.kmms_units (tenant, claw_id, scope, unit_id, episode_id, session_id, thread_id, "
+                "ordinal, text, occurred_at, logged_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [(*who, u.unit_id, e.episode_id, e.session_id, e.thread_id, u.ordinal, u.text, e.occurred_at, ev.at)
+                 for u in units_of(e)],
+            )  # fmt: skip
+        elif ev.kind == "EPISODE_ENRICHED" and ev.enrichment is not None:
+            en = ev.enrichment
+            cur.execute(
+                f"UPDATE {s}.kmms_episodes SET primary_entity = %s, primary_topic = %s, entities = %s, topics = %s "
+                "WHERE tenant = %s AND episode_id = %s",
+                (en.primary_entity, en.primary_topic, [x.name for x in en.entities], en.topics, ev.tenant,
+                 en.episode_id),
+            )  # fmt: skip
+            terms = {("entity", x.name, x.kind) for x in en.entities} | {("topic", t, None) for t in en.topics}
+            cur.executemany(
+                f"INSERT INTO {s}.kmms_l0 AS l VALUES (%s, %s, %s, %s, %s, %s, %s, 1) "
+                "ON CONFLICT (tenant, claw_id, scope, kind, term) DO UPDATE SET episodes = l.episodes + 1",
+                [(*who, kind, term.lower(), ek, ev.at) for kind, term, ek in sorted(terms, key=str)],
+            )
+        elif ev.kind == "NODE_CREATED" and ev.node is not None:
+            n = ev.node
+            cur.execute(
+                f"INSERT INTO {s}.kmms_nodes ({_NODE}) VALUES ({', '.join(['%s'] * 22)}) ON CONFLICT DO NOTHING",
+                (*who, n.node_id, n.layer, n.entity, n.topic, n.time_window, n.content, n.version, n.supersedes,
+                 n.valid_from, n.event_time, n.fact_key, n.fact_value, n.fact_type, n.confidence, n.context,
+                 n.source_ids, n.model, ev.at, ev.at),
+            )  # fmt: skip
+        elif ev.kind == "NODE_SUPERSEDED" and ev.node_id:
+            cur.execute(
+                f"UPDATE {s}.kmms_nodes SET status = 'SUPERSEDED', superseded_by = %s, valid_until = %s "
+                "WHERE tenant = %s AND node_id = %s",
+                (ev.related_id, None if ev.value is None else int(ev.value), ev.tenant, ev.node_id),
+            )
+        elif ev.kind == "NODE_REINFORCED" and ev.node_id:
+            cur.execute(
+                f"UPDATE {s}.kmms_nodes SET strength = %s, reinforcements = reinforcements + 1, last_verified = %s, "
+                "source_ids = CASE WHEN %s = ANY(source_ids) THEN source_ids ELSE source_ids || %s END "
+                "WHERE tenant = %s AND node_id = %s",
+                (ev.value, ev.at, ev.related_id, ev.related_id, ev.tenant, ev.node_id),
+            )
+        elif ev.kind == "NODE_VERIFIED" and ev.node_id:
+            cur.execute(f"UPDATE {s}.kmms_nodes SET last_verified = %s WHERE tenant = %s AND node_id = %s",
+                        (ev.at, ev.tenant, ev.node_id))  # fmt: skip
+        elif ev.kind == "CONTRADICTION_LOGGED" and ev.node_id and ev.related_id:
+            cls, _, resolution = (ev.detail or "direct:flag_for_review").partition(":")
+            cur.execute(
+                f"INSERT INTO {s}.kmms_contradictions VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (*who, ev.event_id, ev.node_id, ev.related_id, cls, resolution, ev.at),
+            )
+            if resolution == "flag_for_review":
+                cur.execute(f"UPDATE {s}.kmms_nodes SET flagged = true WHERE tenant = %s AND node_id = ANY(%s)",
+                            (ev.tenant, [ev.node_id, ev.related_id]))  # fmt: skip
+
+    def _embedding(self, cur: Cur, s: str, e: KmmsEmbedding) -> None:
+        if len(e.vector) != DIM:
+            raise ValueError(f"embedding of {e.unit_id} has {len(e.vector)} dimensions, not {DIM}")
+        if (s, e.model) not in self._indexed:
+            cur.execute(f"CREATE INDEX IF NOT EXISTS {index_name(e.model)} ON {s}.kmms_vectors "
+                        f"USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+                        f"WHERE model = {_literal(e.model)}")  # fmt: skip
+            self._indexed.add((s, e.model))
+        cur.execute(
+            f"INSERT INTO {s}.kmms_vectors VALUES (%s, %s, %s, %s, %s, %s, %s::vector) ON CONFLICT DO NOTHING",
+            (
+                e.unit_id,
+                e.model,
+                e.tenant,
+                e.claw_id,
+                e.scope,
+                "unit" if "#" in e.unit_id else "node",
+                "[" + ",".join(repr(float(x)) for x in e.vector) + "]",
+            ),
+        )
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
