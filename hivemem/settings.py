@@ -152,8 +152,8 @@ def parse_config(doc: dict[str, object]) -> HiveConfig:
 DEFAULT_TENANTS = {"acme": True, "globex": True}  # tenant -> governance enabled
 
 
-def write_default_config(path: Path, tenants: dict[str, bool] | None = None,
-                         tiers: dict[str, str] | None = None) -> None:  # fmt: skip
+def write_default_config(path: Path, tenants: dict[str, bool] | None = None, tiers: dict[str, str] | None = None,
+                         memory_pii: dict[str, str] | None = None) -> None:  # fmt: skip
     """Demo tenants (acme, globex) with random secrets; edit the file to add your own."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
@@ -169,7 +169,8 @@ def write_default_config(path: Path, tenants: dict[str, bool] | None = None,
             f"governance = {'true' if governance else 'false'}",
             "suspended_claws = []",
             f'tier = "{(tiers or {}).get(tenant, "pro")}"  # CAML writes: free 20/h, pro 1,000/h, enterprise 100,000/h',
-            'memory_pii = "redact"  # personal data in memory episodes: "redact" or "reject"',
+            f'memory_pii = "{(memory_pii or {}).get(tenant, "redact")}"  # personal data in memory episodes: '
+            '"redact" or "reject"',
             f"[tenants.{tenant}.operator_secrets]",
             f'op1 = "{secrets.token_hex(32)}"',
             "",

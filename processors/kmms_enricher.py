@@ -42,8 +42,8 @@ class KmmsEnricherProcessor:
         pass  # stateless
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
-        todo = [(rec, ev) for rec in records
-                if (ev := decode_kmms(rec.value or b"", KmmsEvent)).kind == "EPISODE_STORED" and ev.episode]  # fmt: skip
+        events = [(rec, decode_kmms(rec.value or b"", KmmsEvent)) for rec in records]
+        todo = [(rec, ev) for rec, ev in events if ev.kind == "EPISODE_STORED" and ev.episode]
         if not todo:
             return []
         found = self.enricher.enrich_many([ev.episode.content for _, ev in todo if ev.episode])

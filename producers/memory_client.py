@@ -152,7 +152,8 @@ class MemoryClient:
             content_type: str | None = None, wait_ms: int = 5_000) -> AddResult:  # fmt: skip
         """Store an episode: a conversation's messages ({"role", "content"}) or a text."""
         body: dict[str, Any] = {"sessionId": session_id, "userId": self.user_id, "threadId": self.thread_id or "",
-                                "occurredAt": _iso(occurred_at), "episodeId": episode_id, "contentType": content_type}  # fmt: skip
+                                "occurredAt": _iso(occurred_at), "episodeId": episode_id,
+                                "contentType": content_type}  # fmt: skip
         if isinstance(messages, str):
             body["content"] = messages
         else:

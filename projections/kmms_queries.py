@@ -17,19 +17,20 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from governance.kmms.sufficiency import judge_layer, min_depth
-from governance.kmms.temporal import TemporalIntent, parse_temporal
 from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from governance.kmms.confidence import NodeSignals, score
 from governance.kmms.strength import is_forgotten, strength_at
+from governance.kmms.sufficiency import judge_layer, min_depth
+from governance.kmms.temporal import TemporalIntent, parse_temporal
 from projections.kmms_search import Memory, Mode, NodeRow, UnitHit, node_candidates, unit_candidates
 from projections.queries import tenant_tx
 
@@ -103,7 +104,7 @@ def _words(text: str) -> list[str]:
 async def known_terms(conn: Any, m: Memory, query: str) -> list[str]:
     """L0 routing: which of the query's words (and word pairs) are entities or topics of this memory."""
     words = _words(query)
-    pairs = [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+    pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)]
     cur = await conn.execute(
         "SELECT DISTINCT term FROM kmms.kmms_l0 WHERE tenant = %s AND claw_id = %s AND scope = %s AND term = ANY(%s)",
         (m.tenant, m.claw_id, m.scope, words + pairs),
@@ -196,7 +197,7 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     if intent.kind == "EVOLUTION":
         node_hits.sort(key=lambda h: (h.layer, h.entity or "", h.fact_key or "", h.valid_from or 0, h.version or 0))
     l4 = _hits_from_units(units, sp.k, eval_at)
-    floor, why = min_depth(sp.query)
+    floor, floor_reason = min_depth(sp.query)
     drill: list[LayerStep] = []
     provenance: list[str] = []
     answer: MemoryHit | None = None
@@ -204,7 +205,7 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
         candidates = [h for h in (l4 if layer == 4 else node_hits) if h.layer == layer]
         best = max(candidates, key=lambda h: h.similarity, default=None)
         covered = best is not None and all(t in (best.text + " " + (best.entity or "")).lower() for t in terms)
-        v = judge_layer(layer, best.similarity if best else 0.0, covered, floor, sp.tau)
+        v = judge_layer(layer, best.similarity if best else None, covered, floor, sp.tau, floor_reason)
         drill.append(LayerStep(layer=layer, sufficient=v.sufficient and best is not None,
                                reason=v.reason if best is not None else "no candidate at this layer",
                                best_similarity=best.similarity if best else None))  # fmt: skip
@@ -293,7 +294,9 @@ async def l0_terms(pool: AsyncConnectionPool, m: Memory) -> list[L0Term]:
     async with tenant_tx(pool, m.tenant) as conn:
         cur = await conn.execute(
             "SELECT kind, term, entity_kind, first_seen, episodes FROM kmms.kmms_l0 WHERE tenant = %s AND "
-            "claw_id = %s AND scope = %s ORDER BY kind, episodes DESC, term", (m.tenant, m.claw_id, m.scope))  # fmt: skip
+            "claw_id = %s AND scope = %s ORDER BY kind, episodes DESC, term",
+            (m.tenant, m.claw_id, m.scope),
+        )
         rows: list[Any] = await cur.fetchall()
     return [L0Term(kind=a, term=b, entity_kind=c, first_seen=d, episodes=e) for a, b, c, d, e in rows]
 

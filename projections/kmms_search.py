@@ -55,8 +55,9 @@ async def _ranked(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
 async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
                           bound: int, start: int | None, n: int) -> list[UnitHit]:  # fmt: skip
     """The ``n`` best units by the fused ranking, within [start, bound] of event time."""
+    lo = start if start is not None else -(2**62)
     p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
-                         "bound": bound, "start": start if start is not None else -(2**62), "th": m.thread_id}  # fmt: skip
+                         "bound": bound, "start": lo, "th": m.thread_id}  # fmt: skip
     where = ("u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.occurred_at <= %(bound)s "
              "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
     rankings: list[list[str]] = []
@@ -89,7 +90,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     return [
         UnitHit(
             u, str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), score[u], float(str(r[7]))
-        )  # fmt: skip
+        )
         for u in p["ids"]
         if (r := rows.get(u)) is not None
     ]

@@ -13,8 +13,8 @@ from psycopg import sql
 
 from projections.caml_metrics_migration import caml_metrics_migration
 from projections.caml_migrations import caml_migration
-from projections.kmms_migrations import kmms_migration
 from projections.http_migrations import HTTP_MIGRATION_10
+from projections.kmms_migrations import kmms_migration
 from projections.read_models import APP_ROLE
 from projections.read_models.audit import AuditProjection
 from projections.read_models.claws import ClawsProjection

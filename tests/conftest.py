@@ -19,6 +19,8 @@ PRESENCE_WINDOW_S = 6.0
 POOL_TENANTS = ("pool-seed", "pool-stuff", "pool-basis", "pool-fifty", "pool-kill", "pool-bench")
 # CAML: three operators sharing the collective pool, one on the free tier (20 writes/h), one for faults.
 CAML_TENANTS = ("caml-a", "caml-b", "caml-c", "caml-free", "caml-kill")
+# KMMS: memories of their own; one tenant refuses episodes with personal data instead of redacting.
+MEMORY_TENANTS = ("mem-a", "mem-b", "mem-reject", "mem-kill")
 
 
 @pytest.fixture(scope="session")
@@ -31,8 +33,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     )  # fmt: skip
     # Governance tests each get a tenant of their own: the quorum basis is per tenant.
     write_default_config(settings.config_path, {**DEFAULT_TENANTS, **dict.fromkeys(POOL_TENANTS, True),
-                                                **dict.fromkeys(CAML_TENANTS, True), "nogov": False},
-                         tiers={"caml-free": "free", "caml-kill": "enterprise"})  # fmt: skip
+                                                **dict.fromkeys(CAML_TENANTS, True),
+                                                **dict.fromkeys(MEMORY_TENANTS, True), "nogov": False},
+                         tiers={"caml-free": "free", "caml-kill": "enterprise"},
+                         memory_pii={"mem-reject": "reject"})  # fmt: skip
     st = Stack(settings)
     try:
         st.start_backends(say=lambda *_: None)

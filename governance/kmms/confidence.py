@@ -19,6 +19,7 @@ Decisions (beyond the seed):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from governance.kmms.strength import WEAK_BELOW
@@ -75,6 +76,11 @@ class Confidence:
     modifiers: tuple[tuple[str, float], ...]  # only those applied, in the fixed order above
     hedging_prefix: str | None
     layer_meaning: str
+
+
+def evidence_count(source_ids: Iterable[str]) -> int:
+    """The evidence count of a node: its distinct source nodes (a source cited twice counts once)."""
+    return len(set(source_ids))
 
 
 def hedging(value: float) -> str | None:

@@ -228,8 +228,8 @@ class ConsolidationEngine:
         old = max(current, key=lambda x: (x.valid_from, x.version))
         if at < old.valid_from:  # history arriving late: recorded, already superseded by what is current
             node = new(old.version, None, context="historical")
-            return [Emitted("NODE_CREATED", node),
-                    Emitted("NODE_SUPERSEDED", node_id=node.node_id, related_id=old.node_id, value=old.valid_from)]  # fmt: skip
+            later = Emitted("NODE_SUPERSEDED", node_id=node.node_id, related_id=old.node_id, value=old.valid_from)
+            return [Emitted("NODE_CREATED", node), later]
         cls = self.backend.classify(f.key, old.value, f.value, old.quote, f.source_quote)
         resolution = resolve(cls, f.updates_existing is not None)
         node = new(old.version + 1, old.node_id if resolution == "supersede" else None,
@@ -254,9 +254,9 @@ class ConsolidationEngine:
         if cur is not None and l1_action(cur.text, text) == "VERIFY":
             return [Emitted("NODE_VERIFIED", node_id=cur.node_id)]
         when = max(t for *_, t in facts)
+        sources = sorted({r.node_id for k, refs in st.facts.items() if k.startswith(f"{entity}|") for r in refs})
         node = NewNode(ids.next("l1"), 1, entity, topic, text, (cur.version + 1) if cur else 1,
-                       cur.node_id if cur else None, when, when, 0.5, tuple(sorted({r.node_id for k, refs in st.facts.items()
-                       if k.startswith(f"{entity}|") for r in refs})))  # fmt: skip
+                       cur.node_id if cur else None, when, when, 0.5, tuple(sources))  # fmt: skip
         st.l1[entity] = NodeRef(node_id=node.node_id, version=node.version, text=text, sources=list(node.source_ids))
         out = [Emitted("NODE_CREATED", node)]
         if cur is not None:

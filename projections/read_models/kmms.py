@@ -65,7 +65,8 @@ class KmmsProjection:
             f"""CREATE TABLE {s}.kmms_episodes (
                 tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, episode_id text NOT NULL,
                 session_id text NOT NULL, thread_id text NOT NULL, content_type text NOT NULL,
-                occurred_at bigint NOT NULL, content text NOT NULL, content_hash text NOT NULL, redacted text[] NOT NULL,
+                occurred_at bigint NOT NULL, content text NOT NULL, content_hash text NOT NULL,
+                redacted text[] NOT NULL,
                 envelope_event_id text, event_id text NOT NULL, logged_at bigint NOT NULL,
                 primary_entity text, primary_topic text, entities text[] NOT NULL DEFAULT '{{}}',
                 topics text[] NOT NULL DEFAULT '{{}}', erased boolean NOT NULL DEFAULT false,

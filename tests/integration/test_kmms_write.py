@@ -1,0 +1,72 @@
+"""KMMS's write path through the real pipeline: HTTP -> gate -> kmms processor -> read model.
+PII policy per tenant (redact or reject), content-hash dedup, verbatim immutable episodes."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from hivemem.stack import Stack
+from producers.memory_client import MemoryError_
+from tests.integration.kmms_support import chat, memory
+from tests.integration.support import owner_db
+
+pytestmark = pytest.mark.integration
+
+
+def test_redact_policy_keeps_the_episode_without_the_personal_data(stack: Stack) -> None:
+    mem = memory(stack, "mem-a", user_id=f"u-{uuid.uuid4().hex[:6]}")
+    r = mem.add(chat("Reach me at ana.silva@gmail.com or +351 912 345 678 about the offsite."), session_id="s-1",
+                occurred_at="2026-03-01T10:00:00Z")  # fmt: skip
+    assert r.status == "STORED"
+    with owner_db(stack) as conn:
+        row = conn.execute("SELECT content, redacted, occurred_at FROM kmms.kmms_episodes WHERE episode_id = %s",
+                           (r.episode_id,)).fetchone()  # fmt: skip
+    assert row is not None
+    content, redacted, occurred = row
+    assert "gmail" not in str(content) and "912" not in str(content)
+    assert "[EMAIL]" in str(content) and "[PHONE]" in str(content) and "offsite" in str(content)
+    assert list(redacted) == ["email", "phone"]  # type: ignore[call-overload]
+    assert occurred == 1772359200000
+
+
+def test_reject_policy_refuses_with_422_and_stores_nothing(stack: Stack) -> None:
+    mem = memory(stack, "mem-reject")
+    with pytest.raises(MemoryError_) as e:
+        mem.add("My card is 4111 1111 1111 1111, keep it for the hotel.", episode_id="ep-card-1")
+    assert (e.value.status, e.value.code) == (422, "PII_REJECTED")
+    assert "4111" not in e.value.detail
+    with owner_db(stack) as conn:
+        assert conn.execute("SELECT count(*) FROM kmms.kmms_episodes WHERE episode_id = 'ep-card-1'").fetchone() == (0,)
+        rej = conn.execute("SELECT count(*) FROM audit.events WHERE tenant = 'mem-reject' AND reason_code = "
+                           "'PII_REJECTED' AND stage = 'kmms'").fetchone()  # fmt: skip
+    assert rej is not None and int(str(rej[0])) >= 1
+
+
+def test_same_content_is_one_episode_and_ids_are_unique(stack: Stack) -> None:
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    mem = memory(stack, "mem-a", user_id=user)
+    first = mem.add(chat("We picked DuckDB for the analytics prototype."), session_id="s-dup")
+    with pytest.raises(MemoryError_) as e:
+        mem.add(chat("We picked DuckDB for the analytics prototype."), session_id="s-dup-again")
+    assert (e.value.status, e.value.code) == (409, "DUPLICATE_CONTENT") and first.episode_id in e.value.detail
+    with pytest.raises(MemoryError_) as e:
+        mem.add("Something else entirely.", episode_id=first.episode_id)
+    assert (e.value.status, e.value.code) == (409, "DUPLICATE_EPISODE")
+    # The same words in another user's memory are that memory's own episode.
+    other = memory(stack, "mem-a", user_id=user + "-b")
+    assert other.add(chat("We picked DuckDB for the analytics prototype."), session_id="s-dup").status == "STORED"
+
+
+def test_bad_input_is_refused_with_a_reason_code(stack: Stack) -> None:
+    mem = memory(stack, "mem-a")
+    with pytest.raises(MemoryError_) as e:
+        mem._call("POST", "/api/v1/memory/episodes", json={"sessionId": "s"})  # neither messages nor content
+    assert (e.value.status, e.value.code) == (422, "INVALID_FIELD")
+    with pytest.raises(MemoryError_) as e:
+        mem._call("POST", "/api/v1/memory/episodes", json={"messages": [{"role": "robot", "content": "hi"}]})
+    assert e.value.status == 422
+    with pytest.raises(MemoryError_) as e:
+        mem.search("", k=5)
+    assert e.value.status == 422
