@@ -100,8 +100,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from bench.caml import main as caml_bench
 
         return caml_bench(rest)
+    if which == "memory":
+        from bench.memory import main as memory_bench
+
+        return memory_bench(rest)
     if which != "pipeline":
-        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline, governance or caml")
+        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline, governance, caml or memory")
         return 2
     from bench.pipeline import main as pipeline_bench
 

@@ -15,7 +15,10 @@ Rules:
   existing one. A fact older (in event time) than the current value is history: it is recorded
   already superseded by the current one, so ingesting out of order never turns back the clock.
 - L2->L1: any L2 change of an entity regenerates its abstraction; Jaccard < 0.70 against the
-  current L1 gives a new version (SUPERSEDES), otherwise the current one is only re-verified.
+  current L1 gives a new version (SUPERSEDES), otherwise the current one is only re-verified —
+  except when one of the entity's values was superseded (moved, changed jobs): that is the
+  "major conceptual shift" of seed §4.1, and an abstraction that still says the old value would
+  answer CURRENT questions wrongly, however many words it shares with the new one.
 """
 
 from __future__ import annotations
@@ -155,7 +158,7 @@ class ConsolidationEngine:
         del st.pending[pair]
         ids = _Ids(source)
         out: list[Emitted] = []
-        changed: set[str] = set()
+        changed: dict[str, bool] = {}  # entity -> one of its values was superseded
         by_window: dict[str, list[EpisodeText]] = {}
         for e in episodes:
             by_window.setdefault(week_of(e.occurred_at_ms), []).append(e)
@@ -165,11 +168,11 @@ class ConsolidationEngine:
             if not any(e.episode_id in w for w in st.pending.values()):
                 st.texts.pop(e.episode_id, None)
         for ent in sorted(changed):
-            out += self._abstract(st, ids, ent, topic)
+            out += self._abstract(st, ids, ent, topic, changed[ent])
         return out
 
     def _summarize(self, st: ScopeState, ids: _Ids, entity: str, topic: str, window: str,
-                   episodes: list[EpisodeText], changed: set[str]) -> list[Emitted]:  # fmt: skip
+                   episodes: list[EpisodeText], changed: dict[str, bool]) -> list[Emitted]:  # fmt: skip
         key = f"{entity}|{topic}|{window}"
         prev = st.l3.get(key)
         previous = Summary(prev.text, tuple(prev.sources)) if prev else None
@@ -189,7 +192,10 @@ class ConsolidationEngine:
         for at, _, f in timed:
             emitted = self._fact(st, ids, entity, topic, f, at, node.node_id)
             if any(e.kind in ("NODE_CREATED", "NODE_SUPERSEDED") for e in emitted):
-                changed.add(entity)
+                created = {e.node.node_id for e in emitted if e.node is not None}
+                # A current value replaced (not a late historical one recorded already superseded).
+                shifted = any(e.kind == "NODE_SUPERSEDED" and e.node_id not in created for e in emitted)
+                changed[entity] = changed.get(entity, False) or shifted
             out += emitted
         return out
 
@@ -244,14 +250,14 @@ class ConsolidationEngine:
             st.facts[k] = [*current, ref_of(node)]
         return out
 
-    def _abstract(self, st: ScopeState, ids: _Ids, entity: str, topic: str) -> list[Emitted]:
+    def _abstract(self, st: ScopeState, ids: _Ids, entity: str, topic: str, shifted: bool) -> list[Emitted]:
         facts = sorted((k.split("|", 1)[1], v.value, v.valid_from) for k, refs in st.facts.items()
                        if k.startswith(f"{entity}|") for v in refs)  # fmt: skip
         if not facts:
             return []
         text = self.backend.abstract(entity, [(key, value) for key, value, _ in facts])
         cur = st.l1.get(entity)
-        if cur is not None and l1_action(cur.text, text) == "VERIFY":
+        if cur is not None and not shifted and l1_action(cur.text, text) == "VERIFY":
             return [Emitted("NODE_VERIFIED", node_id=cur.node_id)]
         when = max(t for *_, t in facts)
         sources = sorted({r.node_id for k, refs in st.facts.items() if k.startswith(f"{entity}|") for r in refs})

@@ -1,0 +1,443 @@
+"""``hivemem bench memory``: per-agent long-term memory (KMMS) on a LongMemEval-shaped benchmark.
+
+The corpus (``bench.memory_corpus``, seeded; or ``--corpus`` / ``--longmemeval`` to load one) has users with a
+haystack of timestamped sessions each and questions with a question date and evidence sessions. This bench:
+
+1. starts its own stack in a temporary HIVEMEM_HOME (or, with ``--existing`` / ``--skip-ingest``, uses the running
+   one from the settings), one claw per user (``mem-<user>``, token bound to it) and that user's memory in it;
+2. ingests every session as an episode (``mem.add``, the user's sessions in time order, users in parallel) with a
+   progress bar, and waits until all are searchable; the throughput end to end;
+3. L4 write latency on a sample of held-back distractor sessions added one by one on the quiet stack: the add call
+   (verdict included), and add call -> searchable (``wait_indexed`` polled every 10 ms);
+4. for each ``--modes`` (hybrid, vector, text): every question searched with ``as_of`` = its question date, scored
+   by ``bench.memory_metrics`` per category, for the point-in-time questions, and overall (session recall@1/5/10,
+   any-hit, NDCG@10, current-vs-superseded, future leaks, abstention / false abstention), with the search latency
+   p50/p95/p99 (client and server-reported).
+
+Prints the figures and writes them to ``bench/results/memory-<date>-<users>u.txt`` (or ``--out``). Figures only:
+nothing here asserts a level. Everything this bench calls on the SDK is in the "SDK" section below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import platform
+import random
+import statistics
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from confluent_kafka import Producer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from bench.memory_corpus import CATEGORIES, Corpus, Question, Session, from_longmemeval, generate, parse_iso
+from bench.memory_metrics import ABSTAIN_BELOW, Gold, RankedHit, Retrieval, Scores, by_category, percentile, score
+from bench.pii import cpu_model
+from hivemem.settings import Settings
+
+TENANT = "kmms-bench"
+RESULTS = Path(__file__).resolve().parent / "results"
+LETTERS = "abcdefghijkmnopqrstuvwxyz"
+COLUMNS = (TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+           TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
+
+
+# --- SDK: every call this bench makes on producers.claw_client / producers.memory_client -------------------------
+
+
+def open_memories(settings: Settings, tenant: str, user_ids: Sequence[str]) -> dict[str, Any]:
+    """One claw per user (``mem-<user>``, its token bound to it) and that user's memory in it."""
+    from governance.identity import HMAC_PREFIX, derive_deployment_key
+    from producers.claw_client import ClawClient, producer_config
+    from projections.auth import mint_token
+
+    api = f"http://{settings.api_host}:{settings.api_port}"
+    config = settings.load_config()
+    secret_id, op_secret = next(iter(config.tenants[tenant].operator_secrets.items()))
+    producer = Producer(producer_config(settings.require_kafka()))  # the claws' own writes (none here) share it
+    out: dict[str, Any] = {}
+    for uid in user_ids:
+        claw_id = f"mem-{uid}"[:64]
+        token = mint_token(config.token_secret, tenant, "bench", claw_id, ttl_s=12 * 3600)
+        claw = ClawClient(settings.require_kafka(), tenant, claw_id, derive_deployment_key(op_secret, tenant, claw_id),
+                          HMAC_PREFIX + secret_id, topics=settings.topics, producer=producer, api_url=api,
+                          api_token=token)  # fmt: skip
+        out[uid] = claw.memory(user_id=uid)
+    return out
+
+
+def sdk_add(mem: Any, s: Session, wait_ms: int) -> tuple[str, str]:
+    """(episode id, outcome): STORED | PENDING | the refusal's code (DUPLICATE_EPISODE on a re-run, ...)."""
+    eid = episode_id(s)
+    try:
+        r = mem.add(s.messages(), session_id=s.session_id, occurred_at=s.occurred_at, episode_id=eid, wait_ms=wait_ms)
+    except Exception as exc:  # the SDK's MemoryError_ carries .code
+        code = getattr(exc, "code", None)
+        if code is None:
+            raise
+        return eid, str(code)
+    return str(r.episode_id), str(r.status)
+
+
+def sdk_wait(mem: Any, episode_ids: Sequence[str], timeout_s: float) -> None:
+    mem.wait_indexed(list(episode_ids), timeout_s)
+
+
+def sdk_searchable(mem: Any, eid: str) -> bool:
+    """One check (``wait_indexed`` with no time to wait checks once, then raises TimeoutError)."""
+    try:
+        mem.wait_indexed([eid], 0)
+    except TimeoutError:
+        return False
+    return True
+
+
+def sdk_search(mem: Any, q: Question, k: int, mode: str,
+               by_episode: dict[str, str] | None = None) -> tuple[Retrieval, float | None]:  # fmt: skip
+    """The question searched at its date: (the result for the metrics, the server-reported ms if any). A hit without
+    a session (an L1/L2 node) gets the session of its episode, or of its first source episode, when known."""
+    res = mem.search(q.question, k=k, as_of=q.question_date, mode=mode)
+    by_episode = by_episode or {}
+
+    def session_of(h: Any) -> str | None:
+        if h.session_id:
+            return str(h.session_id)
+        for eid in (getattr(h, "episode_id", None), *(getattr(h, "source_ids", None) or ())):
+            if eid in by_episode:
+                return by_episode[eid]
+        return None
+
+    hits = tuple(RankedHit(session_of(h), _dt(h.occurred_at), _dt(h.valid_from), h.fact_value, int(h.layer),
+                           str(h.status)) for h in res.hits)  # fmt: skip
+    server = getattr(res, "latency_ms", None)
+    return Retrieval(hits, float(res.confidence), bool(res.abstained)), None if server is None else float(server)
+
+
+def sdk_close(mems: dict[str, Any]) -> None:
+    for m in mems.values():
+        with contextlib.suppress(Exception):
+            m.close()
+
+
+# --- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _dt(v: Any) -> datetime | None:
+    if v is None or isinstance(v, datetime):
+        return v
+    if isinstance(v, int | float):
+        return datetime.fromtimestamp(v / 1000, UTC)
+    return parse_iso(str(v))
+
+
+def episode_id(s: Session) -> str:
+    """Deterministic (a re-run finds the same episode) and letters only (no digit run for the PII scan)."""
+    digest = hashlib.sha256(f"{s.user_id}|{s.session_id}|{s.occurred_at}".encode()).digest()
+    return "ep-" + "".join(LETTERS[b % len(LETTERS)] for b in digest[:20])
+
+
+def gold(q: Question) -> Gold:
+    return Gold(q.category, parse_iso(q.question_date), tuple(q.evidence_session_ids), q.answer,
+                q.current_session_id, q.superseded_value)  # fmt: skip
+
+
+def dist(values: Sequence[float], unit: str = "ms", digits: int = 1) -> str:
+    if not values:
+        return "(no samples)"
+    return (f"p50 {percentile(values, 0.5):.{digits}f} {unit}  p95 {percentile(values, 0.95):.{digits}f} {unit}  "
+            f"p99 {percentile(values, 0.99):.{digits}f} {unit}  mean {statistics.fmean(values):.{digits}f} {unit}  "
+            f"(n={len(values)})")  # fmt: skip
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _f(x: float, pct: bool = True) -> str:
+    if x != x:  # NaN: nothing to score
+        return "-"
+    return f"{x:.1%}" if pct else f"{x:.3f}"
+
+
+@contextlib.contextmanager
+def stack(existing: bool) -> Iterator[tuple[Settings, str]]:
+    """(settings, tenant): the running stack's (its first tenant unless HIVEMEM_BENCH_TENANT), or a temporary one."""
+    if existing:
+        settings = Settings.from_env()
+        tenant = os.environ.get("HIVEMEM_BENCH_TENANT") or next(iter(settings.load_config().tenants))
+        httpx.get(f"http://{settings.api_host}:{settings.api_port}/healthz", timeout=5).raise_for_status()
+        yield settings, tenant
+        return
+    from bench.temp_stack import temporary_stack
+
+    with temporary_stack({TENANT: True}, {TENANT: "enterprise"}) as settings:
+        yield settings, TENANT
+
+
+# --- ingest ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Ingest:
+    sessions: int = 0
+    seconds: float = float("nan")  # first add -> every episode searchable
+    add_ms: list[float] = field(default_factory=list)  # bulk add calls (verdict included, under load)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    unindexed: int = 0
+    probe_add_ms: list[float] = field(default_factory=list)  # probes: the add call, quiet stack
+    probe_searchable_ms: list[float] = field(default_factory=list)  # probes: add call -> searchable
+
+
+STORED_LIKE = {"STORED", "PENDING", "DUPLICATE_EPISODE"}  # the episode (this id) is or will be there
+
+
+def pick_probes(corpus: Corpus, count: int, seed: int) -> set[str]:
+    """Distractor sessions held back from the bulk load and added one by one for the latency figure."""
+    evidence = {e for q in corpus.questions for e in q.evidence_session_ids}
+    pool = sorted(s.session_id for u in corpus.users for s in u.sessions
+                  if s.role == "distractor" and s.session_id not in evidence)  # fmt: skip
+    return set(random.Random(seed).sample(pool, min(count, len(pool))))
+
+
+def ingest(corpus: Corpus, mems: dict[str, Any], args: argparse.Namespace, console: Console) -> Ingest:
+    out = Ingest()
+    probes = pick_probes(corpus, args.probes, args.seed + 1)
+    bulk = {u.user_id: [s for s in u.sessions if s.session_id not in probes] for u in corpus.users}
+    total = sum(map(len, bulk.values()))
+    out.sessions = total + len(probes)
+    lock = threading.Lock()
+    added: dict[str, list[str]] = {uid: [] for uid in bulk}
+    with Progress(*COLUMNS, console=console) as bar:
+        t_add = bar.add_task("added (POST episodes)", total=total, rate="")
+        t_idx = bar.add_task("searchable", total=total, rate="")
+        t0 = time.perf_counter()
+
+        def one_user(uid: str) -> None:
+            for s in bulk[uid]:  # in time order: an agent adds its sessions as they happen
+                t = time.perf_counter()
+                eid, outcome = sdk_add(mems[uid], s, args.wait_ms)
+                ms = (time.perf_counter() - t) * 1000
+                with lock:
+                    out.add_ms.append(ms)
+                    out.outcomes[outcome] += 1
+                    if outcome in STORED_LIKE:
+                        added[uid].append(eid)
+                    done = len(out.add_ms)
+                bar.update(t_add, completed=done, rate=f"{done / (time.perf_counter() - t0):6.1f}/s")
+
+        with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
+            list(pool.map(one_user, bulk))
+        searchable = 0
+        for uid, ids in added.items():
+            try:
+                sdk_wait(mems[uid], ids, args.index_timeout)
+                searchable += len(ids)
+            except TimeoutError as exc:
+                console.print(f"[red]{uid}: {exc}[/red]")
+                out.unindexed += len(ids)
+            bar.update(t_idx, completed=searchable, rate=f"{searchable / (time.perf_counter() - t0):6.1f}/s")
+        out.seconds = time.perf_counter() - t0
+
+        # L4 write latency: the held-back distractors one by one on the quiet stack
+        t_probe = bar.add_task("latency probes", total=len(probes), rate="")
+        sessions = corpus.sessions_by_id()
+        for i, sid in enumerate(sorted(probes)):
+            s = sessions[sid]
+            t = time.perf_counter()
+            eid, outcome = sdk_add(mems[s.user_id], s, args.wait_ms)
+            out.probe_add_ms.append((time.perf_counter() - t) * 1000)
+            out.outcomes[outcome] += 1
+            if outcome in STORED_LIKE:
+                deadline = time.monotonic() + 60
+                while not sdk_searchable(mems[s.user_id], eid) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                if time.monotonic() < deadline:
+                    out.probe_searchable_ms.append((time.perf_counter() - t) * 1000)
+                else:
+                    out.unindexed += 1
+            bar.update(t_probe, completed=i + 1)
+    return out
+
+
+# --- questions -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ModeRun:
+    mode: str
+    results: list[Retrieval | None]
+    client_ms: list[float]
+    server_ms: list[float]
+    errors: Counter[str]
+
+
+def run_mode(corpus: Corpus, mems: dict[str, Any], mode: str, k: int, console: Console) -> ModeRun:
+    run = ModeRun(mode, [], [], [], Counter())
+    by_episode = {episode_id(s): s.session_id for u in corpus.users for s in u.sessions}
+    for q in corpus.questions[:5]:  # warm-up (query embedding, connections), unmeasured
+        with contextlib.suppress(Exception):
+            sdk_search(mems[q.user_id], q, k, mode, by_episode)
+    with Progress(*COLUMNS, console=console) as bar:
+        task = bar.add_task(f"questions ({mode})", total=len(corpus.questions), rate="")
+        t0 = time.perf_counter()
+        for i, q in enumerate(corpus.questions):
+            t = time.perf_counter()
+            try:
+                res, server = sdk_search(mems[q.user_id], q, k, mode, by_episode)
+            except Exception as exc:
+                run.errors[str(getattr(exc, "code", type(exc).__name__))] += 1
+                run.results.append(None)
+                if i == 4 and sum(run.errors.values()) == 5:
+                    console.print(f"[red]{mode}: the first 5 searches failed ({dict(run.errors)}); mode skipped[/red]")
+                    break
+                continue
+            run.client_ms.append((time.perf_counter() - t) * 1000)
+            if server is not None:
+                run.server_ms.append(server)
+            run.results.append(res)
+            bar.update(task, completed=i + 1, rate=f"{(i + 1) / (time.perf_counter() - t0):6.1f}/s")
+    return run
+
+
+def table(mode: str, groups: dict[str, Scores], k: int) -> Table:
+    t = Table(title=f"mode {mode}: search k={k}, as_of = question date", title_justify="left")
+    for col in ("questions", "n", "R@1", "R@5", "R@10", "any@5", "any@10", "NDCG@10", "KU cur>sup", "leaks (q)",
+                "abstain", "false abst."):  # fmt: skip
+        t.add_column(col, justify="left" if col == "questions" else "right")
+    for name, s in groups.items():
+        ku = f"{_f(s.current_wins)} ({s.current_n})" if s.current_n else "-"
+        t.add_row(name, str(s.n), _f(s.recall.get(1, float("nan"))), _f(s.recall.get(5, float("nan"))),
+                  _f(s.recall.get(10, float("nan"))), _f(s.any_hit.get(5, float("nan"))),
+                  _f(s.any_hit.get(10, float("nan"))), _f(s.ndcg10, pct=False), ku,
+                  f"{s.leaks} ({s.leaking_questions})", _f(s.abstention), _f(s.false_abstention),
+                  end_section=name == "point-in-time")  # fmt: skip
+    return t
+
+
+def score_run(corpus: Corpus, run: ModeRun) -> dict[str, Scores]:
+    """Per category, the point-in-time questions, and overall, over the questions whose search answered (the
+    failed ones are counted in ``run.errors`` and left out)."""
+    done = [(q, r) for q, r in zip(corpus.questions, run.results, strict=False) if r is not None]
+    golds = [gold(q) for q, _ in done]
+    results = [r for _, r in done]
+    groups = dict(by_category(golds, results, CATEGORIES))
+    overall = groups.pop("overall")
+    pit = [i for i, (q, _) in enumerate(done) if q.point_in_time]
+    if pit:
+        groups["point-in-time"] = score([golds[i] for i in pit], [results[i] for i in pit])
+    groups["overall"] = overall
+    return groups
+
+
+# --- main ------------------------------------------------------------------------------------------------------
+
+
+def build_corpus(args: argparse.Namespace) -> Corpus:
+    if args.longmemeval:
+        return from_longmemeval(args.longmemeval, args.limit)
+    if args.corpus:
+        return Corpus.load(args.corpus)
+    return generate(seed=args.seed, users=args.users, sessions_per_user=args.sessions)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="hivemem bench memory")
+    ap.add_argument("--users", type=int, default=30, help="users (one claw each) in the generated corpus")
+    ap.add_argument("--sessions", type=int, default=40, help="sessions per user in the generated corpus")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--modes", default="hybrid,vector,text", help="search modes to run, comma-separated")
+    ap.add_argument("--k", type=int, default=10, help="hits per search (recall@k is over their distinct sessions)")
+    ap.add_argument("--skip-ingest", action="store_true",
+                    help="questions only, on the running stack that a previous run (--existing) loaded")  # fmt: skip
+    ap.add_argument("--existing", action="store_true", help="use the running stack (settings) instead of a "
+                    "temporary one; tenant: HIVEMEM_BENCH_TENANT or the first in the tenants file")  # fmt: skip
+    ap.add_argument("--out", type=Path, default=None, help="result file (default bench/results/memory-<date>-<n>u.txt)")
+    ap.add_argument("--corpus", type=Path, default=None, help="a saved corpus (Corpus.save JSON) instead of generating")
+    ap.add_argument("--longmemeval", type=Path, default=None, help="a LongMemEval JSON file instead of generating")
+    ap.add_argument("--limit", type=int, default=None, help="with --longmemeval: its first N questions")
+    ap.add_argument("--save-corpus", type=Path, default=None, help="write the corpus used (JSON) here")
+    ap.add_argument("--probes", type=int, default=50, help="sessions timed add -> searchable, one by one")
+    ap.add_argument("--concurrency", type=int, default=4, help="users ingested in parallel")
+    ap.add_argument("--wait-ms", type=int, default=5_000, help="the add call's wait for the verdict")
+    ap.add_argument("--index-timeout", type=float, default=900.0, help="seconds to wait for one user's episodes")
+    args = ap.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if bad := [m for m in modes if m not in ("hybrid", "vector", "text")]:
+        ap.error(f"unknown mode(s): {', '.join(bad)}")
+    progress = Console(stderr=True)  # progress on stderr; the figures on stdout and in the result file
+    out = Console(record=True, width=150, markup=False, highlight=False)
+
+    corpus = build_corpus(args)
+    if args.save_corpus:
+        corpus.save(args.save_corpus)
+    st = corpus.stats()
+    started = datetime.now(UTC)
+    out.print(f"hivemem bench memory  {started:%Y-%m-%d %H:%M} UTC")
+    out.print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}; load average "
+              f"{load()} before the start (the machine is shared)")  # fmt: skip
+    cats = ", ".join(f"{c} {n}" for c, n in st["by_category"].items())
+    out.print(f"corpus: {corpus.source} (seed {corpus.seed}), {st['users']} users, {st['sessions']:,} sessions "
+              f"({st['turns_min']}-{st['turns_max']} turns, {st['turns_mean']:.1f} on average, "
+              f"{st['chars'] / 1e6:.2f} M characters; {st['distractor_share']:.0%} distractors), "
+              f"{st['questions']} questions: {cats}; {st['point_in_time']} point-in-time, "
+              f"{st['asked_before_later_sessions']} asked before some of their user's sessions")  # fmt: skip
+
+    existing = args.existing or args.skip_ingest
+    with stack(existing) as (settings, tenant):
+        mems = open_memories(settings, tenant, [u.user_id for u in corpus.users])
+        try:
+            where = "the running stack" if existing else "a temporary stack"
+            if not args.skip_ingest:
+                ing = ingest(corpus, mems, args, progress)
+                out.print(f"\n1. ingest into {where} (tenant {tenant}): {ing.sessions:,} sessions as episodes, "
+                          f"{args.concurrency} users in parallel, each in time order  [load {load()}]")  # fmt: skip
+                rate = (ing.sessions - len(ing.probe_add_ms)) / ing.seconds
+                out.print(f"   all searchable in {ing.seconds:.1f} s = {rate:.1f} episodes/s end to end; outcomes "
+                          f"{dict(ing.outcomes)}; not searchable in time: {ing.unindexed}")  # fmt: skip
+                out.print(f"   add call under load (verdict, wait_ms={args.wait_ms})  {dist(ing.add_ms)}")
+                out.print(f"\n2. L4 write latency, {len(ing.probe_add_ms)} held-back sessions one by one on the quiet "
+                          f"stack  [load {load()}]")  # fmt: skip
+                out.print(f"   add call (verdict included)          {dist(ing.probe_add_ms)}")
+                out.print(f"   add call -> searchable (10 ms polls) {dist(ing.probe_searchable_ms)}")
+            else:
+                out.print(f"\n1-2. ingest skipped: questions against what {where} holds (tenant {tenant})")
+            for n, mode in enumerate(modes, start=3):
+                run = run_mode(corpus, mems, mode, args.k, progress)
+                groups = score_run(corpus, run)
+                out.print(f"\n{n}. questions, mode {mode}  [load {load()}]"
+                          + (f"  errors: {dict(run.errors)}" if run.errors else ""))  # fmt: skip
+                out.print(f"   search latency, client (HTTP)   {dist(run.client_ms)}")
+                out.print(f"   search latency, server-reported {dist(run.server_ms)}")
+                out.print(table(mode, groups, args.k))
+        finally:
+            sdk_close(mems)
+    out.print("\nR@k: evidence sessions among the top-k distinct sessions of the hits; any@k: at least one; NDCG@10 "
+              "binary; KU cur>sup: a hit of the newer value ranks above the superseded one (knowledge-update "
+              "questions scored); leaks: hits dated after the question date (questions with one); abstain: on "
+              "abstention questions, false abst.: on answerable ones (abstained, or confidence < "
+              f"{ABSTAIN_BELOW}). Definitions: bench/memory_metrics.py.")  # fmt: skip
+    out.print(f"load average at the end: {load()}")
+    path = args.out or RESULTS / f"memory-{started:%Y-%m-%d}-{len(corpus.users)}u.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(out.export_text(), encoding="utf-8")
+    progress.print(f"written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,68 @@
+"""The kmms processor on the in-memory driver: one verdict per episode — stored (redacted under the
+tenant's ``redact`` policy), PII_REJECTED under ``reject``, DUPLICATE_CONTENT, DUPLICATE_EPISODE."""
+
+from __future__ import annotations
+
+from contracts.avro import decode_rejection, encode_envelope
+from contracts.kmms_records import KmmsEvent, decode_kmms
+from contracts.topics import TopicNames
+from governance.kmms.units import units_of
+from processors.kmms_core import KmmsDriver
+from tests.helpers import offline_client
+
+NAMES = TopicNames()
+TOPIC = NAMES.accepted("episode")
+
+
+def episode(eid: str, text: str, user: str = "u1", turns: bool = True) -> bytes:
+    payload: dict[str, object] = {"episodeId": eid, "about": "memory", "content": text, "occurredAt": 1_000,
+                                  "sessionId": f"s-{eid}", "userId": user}  # fmt: skip
+    if turns:
+        payload |= {"contentType": "CONVERSATION", "turns": [{"role": "user", "content": text},
+                                                             {"role": "assistant", "content": "Noted."}]}  # fmt: skip
+    return encode_envelope(offline_client("acme", "claw-1").build("episode", payload))
+
+
+def verdicts(outs: list) -> list[str]:  # type: ignore[type-arg]
+    return [decode_kmms(o.value, KmmsEvent).kind if o.topic == NAMES.kmms_events
+            else decode_rejection(o.value).reason_code for o in outs]  # fmt: skip
+
+
+def test_stored_redacted_then_duplicates_refused() -> None:
+    d = KmmsDriver(NAMES, {"acme": "redact"})
+    out = d.pipe(TOPIC, episode("e1", "Mail me at ana@gmail.com about the trip."), 5_000)
+    assert verdicts(out) == ["EPISODE_STORED"]
+    ev = decode_kmms(out[0].value, KmmsEvent)
+    assert ev.episode is not None and ev.episode.redacted == ["email"]
+    assert "gmail" not in ev.episode.content and ev.episode.turns[0].content == "Mail me at [EMAIL] about the trip."
+    assert (ev.at, ev.scope, ev.episode.session_id, ev.episode.occurred_at) == (5_000, "u1", "s-e1", 1_000)
+    assert [u.unit_id for u in units_of(ev.episode)] == ["e1#0"]  # one round: the user turn and its reply
+    assert verdicts(d.pipe(TOPIC, episode("e2", "Mail me at ana@gmail.com about the trip."), 5_001)) == [
+        "DUPLICATE_CONTENT"]  # fmt: skip
+    assert verdicts(d.pipe(TOPIC, episode("e1", "Another text"), 5_002)) == ["DUPLICATE_EPISODE"]
+    assert verdicts(d.pipe(TOPIC, episode("e3", "Mail me at ana@gmail.com about the trip.", user="u2"), 5_003)) == [
+        "EPISODE_STORED"]  # fmt: skip
+
+
+def test_reject_policy_refuses_without_keeping_the_bytes() -> None:
+    d = KmmsDriver(NAMES, {"acme": "reject"})
+    out = d.pipe(TOPIC, episode("e9", "card 4111 1111 1111 1111", turns=False), 7_000)
+    rej = decode_rejection(out[0].value)
+    assert rej.detail is not None and rej.original_size is not None
+    assert (rej.reason_code, rej.processor, rej.original, rej.original_size > 0) == ("PII_REJECTED", "kmms", b"", True)
+    assert "4111" not in rej.detail
+    # Not stored, so the same content is no duplicate once it is clean.
+    assert verdicts(d.pipe(TOPIC, episode("e10", "card on file", turns=False), 7_001)) == ["EPISODE_STORED"]
+
+
+def test_same_batch_duplicates_and_replay_give_the_same_bytes() -> None:
+    records = [episode("a", "same words"), episode("b", "same words"), episode("c", "other words")]
+    runs = []
+    for _ in range(2):
+        d = KmmsDriver(NAMES, {})
+        from streams.records import LogRecord
+
+        batch = [LogRecord(TOPIC, 0, i, 9_000 + i, None, v) for i, v in enumerate(records)]
+        runs.append(d.processor.process(batch, 9_999))
+    assert verdicts(runs[0]) == ["EPISODE_STORED", "DUPLICATE_CONTENT", "EPISODE_STORED"]
+    assert [o.value for o in runs[0]] == [o.value for o in runs[1]]  # deterministic ids and bytes

@@ -1,0 +1,186 @@
+"""The synthetic long-memory corpus (``bench.memory_corpus``): deterministic, big enough, and consistent."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bench.memory_corpus import CATEGORIES, UNKNOWN, Corpus, from_longmemeval, generate, parse_iso
+from governance.pii.regex_stage import redact
+
+
+@pytest.fixture(scope="module")
+def corpus() -> Corpus:
+    return generate(seed=7, users=30, sessions_per_user=40)
+
+
+def _hash(c: Corpus) -> str:
+    return hashlib.sha256(c.dumps().encode()).hexdigest()
+
+
+def test_same_seed_same_json_other_seed_differs(corpus: Corpus) -> None:
+    assert _hash(generate(seed=7, users=30, sessions_per_user=40)) == _hash(corpus)
+    assert _hash(generate(seed=8, users=30, sessions_per_user=40)) != _hash(corpus)
+
+
+def test_same_json_in_another_process_with_another_hash_seed(corpus: Corpus) -> None:
+    code = ("import hashlib; from bench.memory_corpus import generate; "
+            "print(hashlib.sha256(generate().dumps().encode()).hexdigest())")  # fmt: skip
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    assert out.stdout.strip() == _hash(corpus)
+
+
+def test_save_load_round_trip(corpus: Corpus, tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "memory.json"
+    corpus.save(path)
+    back = Corpus.load(path)
+    assert back == corpus
+    assert _hash(back) == _hash(corpus)
+
+
+def test_counts(corpus: Corpus) -> None:
+    assert len(corpus.users) >= 30
+    assert all(len(u.sessions) >= 40 for u in corpus.users)
+    assert all(4 <= len(s.turns) <= 12 and len(s.turns) % 2 == 0 for u in corpus.users for s in u.sessions)
+    assert len(corpus.questions) >= 200
+    cats = Counter(q.category for q in corpus.questions)
+    assert set(cats) == set(CATEGORIES)
+    assert all(cats[c] >= 25 for c in CATEGORIES if c != "abstention")
+    assert cats["abstention"] >= 20
+    assert len({q.question_id for q in corpus.questions}) == len(corpus.questions)
+    pit = sum(q.point_in_time for q in corpus.questions)
+    assert 0.15 <= pit / len(corpus.questions) <= 0.3
+
+
+def test_sessions_alternate_roles_and_spread_over_six_months(corpus: Corpus) -> None:
+    for u in corpus.users:
+        now = parse_iso(u.now)
+        times = [parse_iso(s.occurred_at) for s in u.sessions]
+        assert times == sorted(times) and len(set(times)) == len(times)
+        assert all(0 < (now - t).days <= 182 for t in times)
+        assert (max(times) - min(times)).days >= 150
+        for s in u.sessions:
+            assert s.user_id == u.user_id
+            assert [t.role for t in s.turns] == ["user", "assistant"] * (len(s.turns) // 2)
+        texts = [s.text() for s in u.sessions]
+        assert len(set(texts)) == len(texts)  # the memory refuses duplicate content
+        evidence = {e for q in corpus.questions if q.user_id == u.user_id for e in q.evidence_session_ids}
+        assert len(evidence) < len(u.sessions) / 2  # most sessions are distractors
+
+
+def test_evidence_exists_belongs_to_the_user_and_precedes_the_question(corpus: Corpus) -> None:
+    by_id = corpus.sessions_by_id()
+    users = {u.user_id: u for u in corpus.users}
+    for q in corpus.questions:
+        asked = parse_iso(q.question_date)
+        assert asked <= parse_iso(users[q.user_id].now)
+        for sid in q.evidence_session_ids:
+            assert sid in by_id and by_id[sid].user_id == q.user_id
+            assert parse_iso(by_id[sid].occurred_at) < asked
+            assert by_id[sid].role == "evidence"
+        if q.category == "abstention":
+            assert q.answer == UNKNOWN and q.evidence_session_ids == []
+        else:
+            assert q.evidence_session_ids and q.answer != UNKNOWN
+
+
+def test_knowledge_update_pairs(corpus: Corpus) -> None:
+    by_id = corpus.sessions_by_id()
+    ku = [q for q in corpus.questions if q.category == "knowledge-update"]
+    assert len(ku) >= 25
+    for q in ku:
+        assert len(q.evidence_session_ids) == 2 and q.current_session_id in q.evidence_session_ids
+        old_id = next(s for s in q.evidence_session_ids if s != q.current_session_id)
+        old, new = by_id[old_id], by_id[q.current_session_id or ""]
+        assert parse_iso(old.occurred_at) < parse_iso(new.occurred_at)
+        assert q.superseded_value and q.superseded_value != q.answer
+        assert q.answer in new.text() and q.superseded_value in old.text()
+        assert q.answer not in old.text()
+
+
+def test_point_in_time_questions_have_a_changing_session_after_them(corpus: Corpus) -> None:
+    users = {u.user_id: u for u in corpus.users}
+    pit = [q for q in corpus.questions if q.point_in_time]
+    assert {q.category for q in pit} <= {"temporal-reasoning", "multi-session"}
+    for q in pit:
+        asked = parse_iso(q.question_date)
+        later = [s for s in users[q.user_id].sessions if s.role == "evidence" and parse_iso(s.occurred_at) > asked]
+        assert later, q.question_id
+    # most questions are asked before some of their user's sessions: a search returning those leaks the future
+    before = sum(any(parse_iso(s.occurred_at) > parse_iso(q.question_date) for s in users[q.user_id].sessions)
+                 for q in corpus.questions)  # fmt: skip
+    assert before >= 0.5 * len(corpus.questions)
+
+
+def test_answers_are_stated_in_the_evidence(corpus: Corpus) -> None:
+    by_id = corpus.sessions_by_id()
+    for q in corpus.questions:
+        text = " ".join(by_id[s].text() for s in q.evidence_session_ids)
+        if q.category in ("single-session", "knowledge-update") or q.fact_kind in ("purchase", "outing", "visitor"):
+            assert q.answer in text, q.question_id
+        if q.category == "multi-session":
+            items = q.answer.split(" (", 1)[1].rstrip(")") if re.match(r"\d+ \(", q.answer) else q.answer
+            for item in items.split(", "):
+                assert item in text, (q.question_id, item)
+
+
+def test_evidence_is_not_always_in_the_first_turn(corpus: Corpus) -> None:
+    by_id = corpus.sessions_by_id()
+    first = total = 0
+    for q in corpus.questions:
+        if q.category == "single-session":
+            s = by_id[q.evidence_session_ids[0]]
+            total += 1
+            first += q.answer in s.turns[0].content
+    assert first < 0.5 * total
+
+
+def test_questions_do_not_quote_the_answer(corpus: Corpus) -> None:
+    for q in corpus.questions:
+        if q.category != "abstention":
+            assert q.answer.casefold() not in q.question.casefold()
+
+
+def test_texts_carry_no_regex_pii(corpus: Corpus) -> None:
+    """A ``redact`` memory must keep every session verbatim."""
+    for u in corpus.users:
+        for s in u.sessions:
+            for t in s.turns:
+                assert redact(t.content).categories == (), (s.session_id, t.content)
+
+
+def test_too_few_sessions_is_refused() -> None:
+    with pytest.raises(ValueError, match="sessions_per_user"):
+        generate(seed=1, users=1, sessions_per_user=12)
+
+
+def test_longmemeval_conversion(tmp_path: Path) -> None:
+    turns = [{"role": "user", "content": "I adopted a cat"}, {"role": "assistant", "content": "Nice!"}]
+    data = [
+        {"question_id": "q1", "question_type": "single-session-user", "question": "What pet did I adopt?",
+         "answer": "a cat", "question_date": "2023/05/30 (Tue) 23:40", "haystack_session_ids": ["a", "b"],
+         "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/01 (Mon) 10:00"], "haystack_sessions": [turns, turns],
+         "answer_session_ids": ["a"]},
+        {"question_id": "q2_abs", "question_type": "knowledge-update", "question": "Where do I live?",
+         "answer": "x", "question_date": "2023/06/01 (Thu) 08:00", "haystack_session_ids": ["c"],
+         "haystack_dates": ["2023/05/02 (Tue) 10:00"], "haystack_sessions": [turns], "answer_session_ids": ["c"]},
+    ]  # fmt: skip
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(data))
+    c = from_longmemeval(path)
+    assert [u.user_id for u in c.users] == ["lme-q1", "lme-q2_abs"]
+    assert [s.session_id for s in c.users[0].sessions] == ["lme-q1-b", "lme-q1-a"]  # by time
+    q1, q2 = c.questions
+    assert (q1.category, q1.question_date, q1.evidence_session_ids) == ("single-session", "2023-05-30T23:40:00Z",
+                                                                        ["lme-q1-a"])  # fmt: skip
+    assert (q2.category, q2.answer, q2.evidence_session_ids) == ("abstention", UNKNOWN, [])
