@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms, encode_kmms
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from governance.kmms.phrasing import embedding_text, fact_sentence
 from governance.kmms.units import units_of
 from inference.embeddings import Embedder
 from streams.offsets import Conn
@@ -30,7 +31,7 @@ def node_text(ev: KmmsEvent) -> str | None:
     if n is None:
         return None
     if n.layer == 2 and n.fact_key:  # a fact reads better as a sentence than as key=value
-        return f"{n.entity} {n.fact_key.replace('_', ' ')}: {n.fact_value or n.content}"
+        return fact_sentence(n.entity, n.fact_key, n.fact_value or "", n.content)
     return n.content
 
 
@@ -51,7 +52,7 @@ class KmmsEmbedderProcessor:
         for rec in records:
             ev = decode_kmms(rec.value or b"", KmmsEvent)
             if ev.kind == "EPISODE_STORED" and ev.episode is not None:
-                todo += [(rec, ev, u.unit_id, u.text) for u in units_of(ev.episode)]
+                todo += [(rec, ev, u.unit_id, embedding_text(u.text)) for u in units_of(ev.episode)]
             elif ev.kind == "NODE_CREATED" and ev.node is not None:
                 text = node_text(ev)
                 if text:

@@ -35,7 +35,11 @@ from projections.kmms_search import Memory, Mode, NodeRow, UnitHit, node_candida
 from projections.queries import tenant_tx
 
 FAR_FUTURE = 2**62
-ABSTAIN_BELOW = 0.30  # best cosine similarity under which nothing in memory is about the query
+# Calibrated for all-MiniLM-L6-v2, whose question -> statement cosines sit lower than the seed's
+# bge-small (a true match is typically 0.35-0.7): X-17's tau of 0.75 would make no layer ever
+# sufficient. Both are settings (HIVEMEM_KMMS_TAU, HIVEMEM_KMMS_ABSTAIN); docs/kmms.md.
+TAU = 0.40
+ABSTAIN_BELOW = 0.25  # best cosine similarity under which nothing in memory is about the query
 
 
 class View(BaseModel):
@@ -112,6 +116,40 @@ async def known_terms(conn: Any, m: Memory, query: str) -> list[str]:
     return sorted(str(r[0]) for r in await cur.fetchall())
 
 
+_PRONOUN = re.compile(r"\b(?:i|we|you|he|she|they|me|my|our)\b")
+
+
+def content_query(query: str, as_of: int) -> str:
+    """The question without its date phrases ("in March", "last weekend", "now"): they say when to
+    look, not what, and only dilute its vector and its lexemes. Verb cues ("did I live") stay."""
+    text = query
+    for c in parse_temporal(query, as_of).cues:
+        if not _PRONOUN.search(c):
+            text = re.sub(rf"\b{re.escape(c)}\b", " ", text, flags=re.IGNORECASE)
+    return " ".join(text.split()) or query
+
+
+async def fact_chains(conn: Any, m: Memory, keys: list[tuple[str, str]], as_of: int, model: str,
+                      vector: list[float] | None) -> list[NodeRow]:  # fmt: skip
+    """Every version (known at ``as_of``) of each (entity, fact key), chains in the order given."""
+    from projections.kmms_search import NODE_COLUMNS, node_of
+
+    if not keys:
+        return []
+    sim = "1 - (v.embedding <=> %s::vector)" if vector is not None else "0"
+    params: list[Any] = ["[" + ",".join(repr(float(x)) for x in vector) + "]"] if vector is not None else []
+    cur = await conn.execute(
+        f"SELECT {NODE_COLUMNS}, coalesce({sim}, 0) FROM kmms.kmms_nodes n LEFT JOIN kmms.kmms_vectors v "
+        "ON v.tenant = n.tenant AND v.unit_id = n.node_id AND v.model = %s WHERE n.tenant = %s AND n.claw_id = %s "
+        "AND n.scope = %s AND n.layer = 2 AND (n.entity, n.fact_key) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
+        "AND n.valid_from <= %s AND n.event_time <= %s ORDER BY n.valid_from, n.version",
+        (*params, model, m.tenant, m.claw_id, m.scope, [k[0] for k in keys], [k[1] for k in keys], as_of, as_of),
+    )
+    rows = [node_of(r[:-1], 0.0, float(str(r[-1]))) for r in await cur.fetchall()]
+    order = {k: i for i, k in enumerate(keys)}
+    return sorted(rows, key=lambda n: (order[(n.entity, n.fact_key or "")], n.valid_from, n.version))
+
+
 def node_filter(intent: TemporalIntent, as_of: int) -> tuple[str, dict[str, Any]]:
     """SQL (over ``n.``) for the nodes an intent may see, judged at ``as_of``."""
     p: dict[str, Any] = {"as_of": as_of}
@@ -138,7 +176,8 @@ class SearchParams:
     k: int = 5
     as_of: int | None = None
     mode: Mode = "hybrid"
-    tau: float = 0.75
+    tau: float = TAU
+    abstain_below: float = ABSTAIN_BELOW
 
 
 def _hit_from_node(n: NodeRow, now: int, current_query: bool) -> MemoryHit:
@@ -174,28 +213,31 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     now = int(time.time() * 1000)
     as_of = sp.as_of if sp.as_of is not None else now
     intent = parse_temporal(sp.query, as_of)
+    text = content_query(sp.query, as_of)
     current_query = intent.kind in ("CURRENT", "UNSPECIFIED")
     start = intent.start_ms if intent.kind == "WINDOW" else None
     bound = min(as_of, intent.end_ms) if intent.kind == "WINDOW" and intent.end_ms is not None else as_of
     fallback = False
     async with tenant_tx(pool, m.tenant) as conn:
         terms = await known_terms(conn, m, sp.query)
-        units = await unit_candidates(conn, m, sp.vector, sp.model, sp.query, sp.mode, bound, start, 4 * sp.k + 20)
+        units = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, bound, start, 4 * sp.k + 20)
         if not units and start is not None:  # an empty window: the date was wrong or loose; search all time
-            units = await unit_candidates(conn, m, sp.vector, sp.model, sp.query, sp.mode, as_of, None, 4 * sp.k + 20)
+            units = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, as_of, None, 4 * sp.k + 20)
         flt, params = node_filter(intent, as_of)
-        nodes = await node_candidates(conn, m, sp.vector, sp.model, sp.query, sp.mode, flt, params, 3 * sp.k)
+        nodes = await node_candidates(conn, m, sp.vector, sp.model, text, sp.mode, flt, params, 3 * sp.k)
         if not nodes and intent.kind == "CURRENT":  # X-15: only superseded content matches
-            nodes = await node_candidates(conn, m, sp.vector, sp.model, sp.query, sp.mode,
+            nodes = await node_candidates(conn, m, sp.vector, sp.model, text, sp.mode,
                                           "n.event_time <= %(as_of)s AND n.valid_from <= %(as_of)s",
                                           {"as_of": as_of}, 3 * sp.k)  # fmt: skip
             fallback = bool(nodes)
+        if intent.kind == "EVOLUTION":  # the best facts' whole version chains, each in time order
+            keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))
+            chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)
+            nodes = [*chains, *(n for n in nodes if n.layer != 2)]
     eval_at = as_of
     node_hits = [_hit_from_node(n, eval_at, current_query) for n in nodes
                  if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
                  or intent.kind == "EVOLUTION"]  # fmt: skip
-    if intent.kind == "EVOLUTION":
-        node_hits.sort(key=lambda h: (h.layer, h.entity or "", h.fact_key or "", h.valid_from or 0, h.version or 0))
     l4 = _hits_from_units(units, sp.k, eval_at)
     floor, floor_reason = min_depth(sp.query)
     drill: list[LayerStep] = []
@@ -217,11 +259,11 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     if answer is None:  # no layer sufficient: the deepest evidence found answers, hedged by its score
         answer = l4[0] if l4 else (node_hits[0] if node_hits else None)
     best_sim = max((h.similarity for h in [*l4, *node_hits]), default=0.0)
-    abstained = answer is None or (best_sim < ABSTAIN_BELOW and not terms)
+    abstained = answer is None or (best_sim < sp.abstain_below and not terms)
     confidence = 0.0 if answer is None else answer.confidence
     if abstained and answer is not None:
         confidence = min(confidence, 0.30 if terms else 0.0)  # L0 at most: "I have something on this topic"
-    hits = [*node_hits[: sp.k], *l4]
+    hits = [*(node_hits if intent.kind == "EVOLUTION" else node_hits[: sp.k]), *l4]
     return SearchResult(
         query=sp.query, as_of=as_of, temporal_intent=intent.kind, window_start=intent.start_ms,
         window_end=intent.end_ms, temporal_cues=list(intent.cues), entities=terms,

@@ -19,7 +19,7 @@ from governance.kmms.fusion import rrf
 Mode = Literal["hybrid", "vector", "text"]
 Conn = AsyncConnection[tuple[object, ...]]
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
-_TSQ = "replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery"
+_TSQ = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,8 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(n)s"), p))  # fmt: skip
     if mode in ("hybrid", "text") and text.strip():
         rankings.append(await _ranked(conn, (
-            f"SELECT u.unit_id FROM kmms.kmms_units u, {_TSQ} q WHERE {where} AND u.tsv @@ q "
-            "ORDER BY ts_rank_cd(u.tsv, q, 32) DESC, u.unit_id LIMIT %(n)s"), p))  # fmt: skip
+            f"SELECT u.unit_id FROM kmms.kmms_units u, {_TSQ} WHERE {where} AND u.tsv @@ qq.q "
+            "ORDER BY ts_rank_cd(u.tsv, qq.q, 32) DESC, u.unit_id LIMIT %(n)s"), p))  # fmt: skip
     fused = rrf(rankings)[:n]
     if not fused:
         return []
@@ -154,8 +154,8 @@ async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(n)s"), p))  # fmt: skip
     if mode in ("hybrid", "text") and text.strip():
         rankings.append(await _ranked(conn, (
-            f"SELECT n.node_id FROM kmms.kmms_nodes n, {_TSQ} q WHERE {where} AND n.tsv @@ q "
-            "ORDER BY ts_rank_cd(n.tsv, q, 32) DESC, n.node_id LIMIT %(n)s"), p))  # fmt: skip
+            f"SELECT n.node_id FROM kmms.kmms_nodes n, {_TSQ} WHERE {where} AND n.tsv @@ qq.q "
+            "ORDER BY ts_rank_cd(n.tsv, qq.q, 32) DESC, n.node_id LIMIT %(n)s"), p))  # fmt: skip
     fused = rrf(rankings)[:n]
     if not fused:
         return []

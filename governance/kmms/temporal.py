@@ -84,6 +84,7 @@ _STRICT = "|".join((
     _SEASON,
     r"yesterday|today",
     r"(?:last|this|previous) (?:week|month|year)",
+    r"(?:last|this|past|previous) weekend",
     rf"(?:last |this )?{_WD}",
     rf"(?:last|this) {_MON_FULL}",
     _YEAR,
@@ -221,6 +222,16 @@ def _atom(s: str, now: datetime, tz: tzinfo) -> Period | None:
             if m[2] == "month":
                 return _month(now.year, now.month - back, tz)
             return _month(now.year - back, 1, tz, 12)
+        if m := re.fullmatch(r"(last|this|past|previous) weekend", s):
+            # Saturday 00:00 to Monday 00:00: "this weekend" is the current or coming one, the others
+            # the most recent one that has ended (or, on a Sunday, the one before today's).
+            sat = today - timedelta(days=(today.weekday() - 5) % 7)
+            if m[1] != "this" and (today - sat).days < 2:
+                sat -= timedelta(days=7)
+            if m[1] == "this" and today.weekday() < 5:
+                sat = today + timedelta(days=5 - today.weekday())
+            start = datetime(sat.year, sat.month, sat.day, tzinfo=tz)
+            return start, start + 2 * _DAY
         if m := re.fullmatch(rf"(?:(last|this) )?({_WD})", s):
             wd = _WEEKDAYS.index(m[2])
             if m[1] == "this":

@@ -5,6 +5,7 @@ inside it); a token without a claw cannot address a memory.
 No `from __future__ import annotations` here: FastAPI must see the real dependency types.
 """
 
+import os
 import time
 import uuid
 from datetime import UTC, datetime
@@ -88,6 +89,8 @@ def router(ctx: Ctx) -> APIRouter:
     Who = Annotated[Principal, Depends(ctx.principal)]
     Wait = Annotated[int, Query(ge=0, le=30_000, description=WAIT_DOC)]
     deps = ctx.deps
+    tau = float(os.environ.get("HIVEMEM_KMMS_TAU", q.TAU))
+    abstain = float(os.environ.get("HIVEMEM_KMMS_ABSTAIN", q.ABSTAIN_BELOW))
 
     def memory(who: Principal, user_id: str, thread_id: str | None = None) -> Memory:
         if who.claw_id is None:
@@ -138,12 +141,13 @@ def router(ctx: Ctx) -> APIRouter:
         model = deps.embedder.model_id if deps.embedder is not None else ""
         if deps.embedder is not None and body.mode != "text":
             try:
-                vector = await run_in_threadpool(deps.embedder.embed_query, body.query)
+                text = q.content_query(body.query, _ms(body.as_of) or int(time.time() * 1000))
+                vector = await run_in_threadpool(deps.embedder.embed_query, text)
             except EmbeddingError as exc:
                 raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", f"the query could not be embedded: {exc.code}") from exc
         elif body.mode == "vector":
             raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", "no embedding model is configured for this API")
-        params = q.SearchParams(body.query, vector, model, body.k, _ms(body.as_of), body.mode)
+        params = q.SearchParams(body.query, vector, model, body.k, _ms(body.as_of), body.mode, tau, abstain)
         return await q.search(ctx.pool, m, params)
 
     @r.post("/api/v1/memory/search", response_model=q.SearchResult, response_model_by_alias=True,

@@ -18,6 +18,7 @@ import psycopg
 
 from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms
 from contracts.topics import TopicNames
+from governance.kmms.phrasing import fact_sentence
 from governance.kmms.units import units_of
 from projections.read_models import DigestTable, schema_ddl, tenant_table
 from projections.read_models.caml import index_name as caml_index_name
@@ -29,7 +30,7 @@ _EP = ("tenant, claw_id, scope, episode_id, session_id, thread_id, content_type,
        "redacted, envelope_event_id, event_id, logged_at")  # fmt: skip
 _NODE = ("tenant, claw_id, scope, node_id, layer, entity, topic, time_window, content, version, supersedes, "
          "valid_from, event_time, fact_key, fact_value, fact_type, confidence, context, source_ids, model, logged_at, "
-         "last_verified")  # fmt: skip
+         "last_verified, cues")  # fmt: skip
 TABLES = ("kmms_episodes", "kmms_units", "kmms_nodes", "kmms_l0", "kmms_vectors", "kmms_contradictions")
 
 
@@ -90,8 +91,8 @@ class KmmsProjection:
                 status text NOT NULL DEFAULT 'CURRENT', superseded_by text, valid_until bigint,
                 strength double precision NOT NULL DEFAULT 1.0, reinforcements int NOT NULL DEFAULT 0,
                 flagged boolean NOT NULL DEFAULT false,
-                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', coalesce(fact_value, '') || ' ' || content))
-                    STORED,
+                cues text NOT NULL DEFAULT '',
+                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', cues || ' ' || content)) STORED,
                 PRIMARY KEY (tenant, node_id))""",
             f"CREATE INDEX kmms_nodes_scope ON {s}.kmms_nodes (tenant, claw_id, scope, layer, entity)",
             f"CREATE INDEX kmms_nodes_tsv ON {s}.kmms_nodes USING gin (tsv)",
@@ -151,10 +152,11 @@ class KmmsProjection:
         elif ev.kind == "NODE_CREATED" and ev.node is not None:
             n = ev.node
             cur.execute(
-                f"INSERT INTO {s}.kmms_nodes ({_NODE}) VALUES ({', '.join(['%s'] * 22)}) ON CONFLICT DO NOTHING",
+                f"INSERT INTO {s}.kmms_nodes ({_NODE}) VALUES ({', '.join(['%s'] * 23)}) ON CONFLICT DO NOTHING",
                 (*who, n.node_id, n.layer, n.entity, n.topic, n.time_window, n.content, n.version, n.supersedes,
                  n.valid_from, n.event_time, n.fact_key, n.fact_value, n.fact_type, n.confidence, n.context,
-                 n.source_ids, n.model, ev.at, ev.at),
+                 n.source_ids, n.model, ev.at, ev.at,
+                 fact_sentence(n.entity, n.fact_key, n.fact_value or "", "") if n.fact_key else ""),
             )  # fmt: skip
         elif ev.kind == "NODE_SUPERSEDED" and ev.node_id:
             cur.execute(

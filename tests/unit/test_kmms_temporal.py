@@ -203,3 +203,18 @@ def test_deterministic_and_ordered(asked: int, query: str) -> None:
     assert a.kind in kinds
     if a.start_ms is not None and a.end_ms is not None:
         assert a.start_ms <= a.end_ms
+
+
+def test_weekends_resolve_to_saturday_and_sunday() -> None:
+    from datetime import UTC, datetime
+
+    def span(q: str, asked: datetime) -> tuple[str, str, str]:
+        i = parse_temporal(q, int(asked.timestamp() * 1000))
+        assert i.start_ms is not None and i.end_ms is not None
+        day = lambda ms: datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d")  # noqa: E731
+        return i.kind, day(i.start_ms), day(i.end_ms)
+
+    wednesday, sunday = datetime(2026, 4, 15, 12, tzinfo=UTC), datetime(2026, 4, 19, 12, tzinfo=UTC)
+    assert span("what did I buy last weekend?", wednesday) == ("WINDOW", "2026-04-11", "2026-04-12")
+    assert span("what did I buy last weekend?", sunday) == ("WINDOW", "2026-04-11", "2026-04-12")
+    assert span("who visited me this weekend?", wednesday) == ("WINDOW", "2026-04-18", "2026-04-19")

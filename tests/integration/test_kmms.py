@@ -1,0 +1,120 @@
+"""KMMS end to end: a person's history over many sessions (a move, a job change) through the real
+pipeline — HTTP -> gate -> kmms processor -> enricher -> consolidator -> embedder -> read model ->
+search. L3/L2/L1 appear; CURRENT answers the new value, EVOLUTION lists both with the SUPERSEDES
+chain, POINT_IN_TIME answers the old one, and no result ever holds anything after ``as_of``."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hivemem.stack import Stack
+from producers.memory_client import MemoryClient, SearchResult
+from tests.conftest import wait_until
+from tests.integration.kmms_support import chat, memory
+
+pytestmark = pytest.mark.integration
+
+HISTORY = [  # (date, what the user said)
+    ("2026-01-10", "I live in Lisbon, in a small flat near the river."),
+    ("2026-01-12", "I work at Acme as a data engineer."),
+    ("2026-01-25", "My flat in Lisbon has a tiny balcony where I grow basil."),
+    ("2026-02-03", "I work at Acme on the billing pipelines team, and I like it there."),
+    ("2026-02-14", "I cooked a mushroom risotto for dinner with my friends."),
+    ("2026-03-08", "I baked sourdough bread this weekend, the crust came out great."),
+    ("2026-04-20", "I moved to Porto last week and the new apartment is bigger."),
+    ("2026-05-04", "I now work at Globex as a staff engineer."),
+    ("2026-05-09", "For lunch I made a chickpea salad with lemon."),
+]
+
+
+def _ms(day: str) -> int:
+    return int(datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp() * 1000)
+
+
+@pytest.fixture(scope="module")
+def person(stack: Stack) -> MemoryClient:
+    mem = memory(stack, "mem-b", claw=f"assistant-{uuid.uuid4().hex[:6]}", user_id="ana")
+    ids = [mem.add(chat(text), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
+           for i, (day, text) in enumerate(HISTORY)]  # fmt: skip
+    mem.wait_indexed(ids, timeout_s=120)
+
+    def consolidated() -> bool:
+        res = {f.fact_value or "" for f in mem.facts(key="residence", history=True)}
+        jobs = {f.fact_value or "" for f in mem.facts(key="employer", history=True)}
+        return any("Porto" in v for v in res) and any("Globex" in v for v in jobs)
+
+    wait_until(consolidated, timeout=120, interval=0.5, what="the residence and employer facts")
+    return mem
+
+
+def _leaks(res: SearchResult, as_of: datetime) -> list[str]:
+    return [h.node_id for h in res.hits
+            if (h.occurred_at and h.occurred_at > as_of) or (h.valid_from and h.valid_from > as_of)]  # fmt: skip
+
+
+def test_layers_appear_with_version_chains(person: MemoryClient) -> None:
+    history = person.facts(key="residence", history=True)
+    assert [(("Lisbon" in (f.fact_value or "")), f.status, f.version) for f in history] == [
+        (True, "SUPERSEDED", 1), (False, "CURRENT", 2)]  # fmt: skip
+    old, new = history
+    assert "Porto" in (new.fact_value or "") and new.supersedes == old.node_id and old.superseded_by == new.node_id
+    assert old.valid_until == new.valid_from == datetime(2026, 4, 20, 9, tzinfo=UTC)
+    assert old.layer == new.layer == 2 and new.entity == "user"
+    current = person.facts()
+    assert {f.fact_key for f in current} >= {"residence", "employer"}
+    assert not any("Lisbon" in (f.fact_value or "") for f in current if f.fact_key == "residence")
+    terms = {t["term"] for t in person.entities()}
+    assert {"porto", "lisbon", "residence", "employment"} <= terms
+
+
+def test_current_evolution_and_point_in_time(person: MemoryClient) -> None:
+    now = person.search("Where do I live now?", k=5)
+    assert now.temporal_intent == "CURRENT"
+    facts = [h for h in now.hits if h.layer == 2 and h.fact_key == "residence"]
+    assert facts and "Porto" in (facts[0].fact_value or "") and facts[0].status == "CURRENT"
+    assert all("Lisbon" not in (h.fact_value or "") for h in facts)
+    top = now.hits[0]
+    assert 0.0 <= top.confidence <= 1.0 and top.layer_meaning and now.provenance
+    assert any(h.layer == 4 and h.session_id == "s-6" for h in now.hits)  # the move's session, as evidence
+
+    evo = person.search("How has the place where I live changed over time?", k=5)
+    assert evo.temporal_intent == "EVOLUTION"
+    chain = [h for h in evo.hits if h.layer == 2 and h.fact_key == "residence"]
+    assert [("Lisbon" in (h.fact_value or ""), h.status) for h in chain] == [(True, "SUPERSEDED"), (False, "CURRENT")]
+
+    then = person.search("Where did I live in March?", k=5, as_of="2026-04-30T00:00:00Z")
+    assert then.temporal_intent == "POINT_IN_TIME"
+    facts = [h for h in then.hits if h.layer == 2 and h.fact_key == "residence"]
+    assert facts and all("Lisbon" in (h.fact_value or "") for h in facts)
+
+
+def test_answers_come_with_confidence_hedging_and_evidence(person: MemoryClient) -> None:
+    a = person.ask("Where do I work now?")
+    assert a.answer is not None and "Globex" in a.answer and not a.result.abstained
+    assert a.result.hedging_prefix is None or a.answer.startswith(a.result.hedging_prefix)
+    nothing = person.ask("What is the name of my pet iguana?")
+    assert nothing.result.confidence < 0.5 or nothing.result.abstained
+
+
+def test_modes_find_the_session(person: MemoryClient) -> None:
+    for mode in ("hybrid", "vector", "text"):
+        res = person.search("sourdough bread crust", k=3, mode=mode)
+        assert next(h.session_id for h in res.hits if h.layer == 4) == "s-5", mode
+
+
+QUERIES = ["Where do I live?", "Where do I work?", "what did I cook?", "How has my job changed?"]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(day=st.integers(min_value=0, max_value=140), query=st.sampled_from(QUERIES))
+def test_no_result_is_from_after_as_of(person: MemoryClient, day: int, query: str) -> None:
+    as_of = datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1000 + day * 86_400_000
+    when = datetime.fromtimestamp(as_of / 1000, UTC)
+    res = person.search(query, k=10, as_of=when)
+    assert _leaks(res, when) == []
+    assert all(h.valid_until is None or h.valid_until > when or h.status == "SUPERSEDED" for h in res.hits)
