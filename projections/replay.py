@@ -58,6 +58,13 @@ def _offsets(conn: psycopg.Connection[tuple[object, ...]], consumer: str) -> dic
     return {tp: o for tp, o in stored_offsets(conn, consumer).items() if o > 0}
 
 
+def _stored_columns(conn: psycopg.Connection[tuple[object, ...]], schema: str, table: str) -> str:
+    rows = conn.execute("SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND "
+                        "table_name = %s AND is_generated = 'NEVER' ORDER BY ordinal_position",
+                        (schema, table)).fetchall()  # fmt: skip
+    return ", ".join(f'"{r[0]}"' for r in rows)
+
+
 def rebuild(
     projection: Projection, bootstrap: str, db_url: str, names: TopicNames,
     on_total: Callable[[int], None] | None = None, on_batch: Callable[[int], None] | None = None,
@@ -90,7 +97,9 @@ def rebuild(
                     live_digest = digest(conn, projection, projection.name)
                     for t in projection.tables:
                         conn.execute(f"TRUNCATE {projection.name}.{t.table}")
-                        conn.execute(f"INSERT INTO {projection.name}.{t.table} SELECT * FROM {shadow}.{t.table}")
+                        cols = _stored_columns(conn, shadow, t.table)  # generated columns are recomputed
+                        conn.execute(f"INSERT INTO {projection.name}.{t.table} ({cols}) "
+                                     f"SELECT {cols} FROM {shadow}.{t.table}")  # fmt: skip
                     rebuilt_digest = digest(conn, projection, projection.name)
                     conn.execute(f"DROP SCHEMA {shadow} CASCADE")
                     conn.execute("DELETE FROM hivemem.projection_offsets WHERE consumer = %s", (shadow_consumer,))

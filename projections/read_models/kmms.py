@@ -167,7 +167,8 @@ class KmmsProjection:
         elif ev.kind == "NODE_REINFORCED" and ev.node_id:
             cur.execute(
                 f"UPDATE {s}.kmms_nodes SET strength = %s, reinforcements = reinforcements + 1, last_verified = %s, "
-                "source_ids = CASE WHEN %s = ANY(source_ids) THEN source_ids ELSE source_ids || %s END "
+                "source_ids = CASE WHEN %s::text = ANY(source_ids) THEN source_ids "
+                "ELSE array_append(source_ids, %s::text) END "
                 "WHERE tenant = %s AND node_id = %s",
                 (ev.value, ev.at, ev.related_id, ev.related_id, ev.tenant, ev.node_id),
             )
