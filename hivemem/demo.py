@@ -47,12 +47,15 @@ def run_demo(settings: Settings, api_url: str, console: Console | None = None) -
 
     writer = clients["claw-3"]
     key = f"episode-{uuid.uuid4().hex[:8]}"
-    episode = {"episodeId": key, "about": "checkout", "content": "checkout failed: E142 with DB timeouts",
+    # Each accepted episode says something new: the memory keeps one copy of the same content.
+    episode = {"episodeId": key, "about": "checkout", "content": f"checkout failed: E142 with DB timeouts ({trace})",
                "dimensions": {"service": "checkout"}, "occurredAt": 0}  # fmt: skip
     for _ in range(3):
         writer.publish("episode", episode, idempotency_key=key, trace_id=trace)
     console.print("claw-3 published one episode three times with the same idempotencyKey")
-    original = writer.build("episode", {**episode, "episodeId": key + "-b"}, trace_id=trace)
+    original = writer.build("episode", {**episode, "episodeId": key + "-b",
+                                        "content": f"checkout retried: E142 again after failover ({trace})"},
+                            trace_id=trace)  # fmt: skip
     for _ in range(2):
         writer.publish_envelope(original)
     console.print("claw-3 sent one signed request twice (a replay)")
@@ -60,7 +63,8 @@ def run_demo(settings: Settings, api_url: str, console: Console | None = None) -
     forged = forged.model_copy(update={"claw_id": "claw-1"})  # claims to be claw-1, signed by claw-2
     writer.produce_raw(settings.topics.inbound("episode"), partition_key(TENANT, forged.aggregate),
                        encode_envelope(forged))  # fmt: skip
-    final = writer.publish("episode", {**episode, "episodeId": key + "-z"}, trace_id=trace)
+    final = writer.publish("episode", {**episode, "episodeId": key + "-z",
+                                       "content": f"checkout recovered: pool resized ({trace})"}, trace_id=trace)  # fmt: skip
     console.print("claw-2 forged an envelope in claw-1's name")
     for c in clients.values():
         c.flush()
@@ -89,7 +93,9 @@ def run_demo(settings: Settings, api_url: str, console: Console | None = None) -
         console.print(f"[red]Outcome: unexpected results[/red] claws={claws} episodes={outcomes}")
     voted = run_vote(clients, api_url, headers, console)
     console.rule("[bold]Collective memory (CAML)[/bold]: operators share what their claws learnt")
-    return run_caml(settings, api_url, console) and voted and ok
+    shared = run_caml(settings, api_url, console)
+    console.rule("[bold]Per-claw memory (KMMS)[/bold]: episodes in, facts up, confident answers down")
+    return run_memory(settings, api_url, console) and shared and voted and ok
 
 
 STATEMENT = "Error E142 with DB timeout pattern maps to mitigation M7"
@@ -184,4 +190,42 @@ def run_caml(settings: Settings, api_url: str, console: Console) -> bool:
               and any(h.observation_id == result.observation_id for h in hits))  # fmt: skip
     if ok:
         console.print("[green]Outcome: shared across operators, personal data refused, validated.[/green]")
+    return ok
+
+
+def run_memory(settings: Settings, api_url: str, console: Console) -> bool:
+    """A user's move from Lisbon to Porto, told over four sessions: the consolidated fact answers
+    "now" with Porto and "in March" with Lisbon, each with its layer, confidence and evidence."""
+    from producers.memory_client import MemoryClient
+
+    secret = settings.load_config().token_secret
+    user = f"ana-{uuid.uuid4().hex[:4]}"  # a fresh memory each run (the same words would be duplicates)
+    mem = MemoryClient(api_url, mint_token(secret, "acme", "demo", "claw-3"), user_id=user, timeout_s=60)
+    told = [("2026-01-10", "I live in Lisbon, in a small flat near the river."),
+            ("2026-02-07", "My flat in Lisbon has a tiny balcony where I grow basil."),
+            ("2026-04-20", "I moved to Porto last week and the new apartment is bigger."),
+            ("2026-05-02", "I cooked a mushroom risotto for my new neighbours.")]  # fmt: skip
+    ids = []
+    for i, (day, text) in enumerate(told):
+        r = mem.add([{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}],
+                    session_id=f"{user}-s{i}", occurred_at=f"{day}T09:00:00Z", wait_ms=30_000)  # fmt: skip
+        ids.append(r.episode_id)
+        console.print(f"{day} {user} told acme/claw-3: {text!r} -> {r.status}")
+    mem.wait_indexed(ids, timeout_s=60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any("Porto" in (f.fact_value or "") for f in mem.facts("residence")):
+        time.sleep(0.3)
+    now = mem.ask("Where do I live now?")
+    then = mem.search("Where did I live in March?", as_of="2026-04-30T00:00:00Z")
+    fact_then = next((h for h in then.hits if h.layer == 2 and h.fact_key == "residence"), None)
+    console.print(f"Where do I live now? -> {now.answer!r} (L{now.result.answer_layer}, confidence "
+                  f"{now.result.confidence:.2f}, evidence {now.result.provenance[-1:]})")  # fmt: skip
+    if fact_then is not None:
+        console.print(f"Where did I live in March? (as of 2026-04-30) -> {fact_then.fact_value!r} "
+                      f"(valid {fact_then.valid_from:%Y-%m-%d} .. {fact_then.valid_until or 'now'})")  # fmt: skip
+    ok = bool(now.answer and "Porto" in now.answer and fact_then and "Lisbon" in (fact_then.fact_value or ""))
+    if ok:
+        console.print("[green]Outcome: the move superseded the old fact; now and then both answered.[/green]")
+    else:
+        console.print("[red]Outcome: unexpected memory answers[/red]")
     return ok

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
 
 from contracts.models import MAX_ID, MAX_ITEMS, MAX_LABEL, MAX_TEXT
@@ -23,6 +23,7 @@ from projections.auth import Principal
 from projections.gateway import EnvelopeIn, envelope_from_request
 from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
+from projections.http.limits import Clean
 from projections.kmms_search import Memory
 
 _STATUS = {"PII_REJECTED": 422, "DUPLICATE_CONTENT": 409, "DUPLICATE_EPISODE": 409, "DUPLICATE": 409,
@@ -31,25 +32,41 @@ WAIT_DOC = "how long to wait for the verdict (ms, at most 30000); without one in
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    # strict: JSON types as declared (a number is not a date), like the other routes.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)
+
+
+# Postgres text holds no NUL and no lone surrogate: refused here (422), never a 500 deeper down.
+IdStr = Annotated[str, Field(min_length=1, max_length=MAX_ID), Clean]
+LabelStr = Annotated[str, Field(max_length=MAX_LABEL), Clean]
+
+
+def _iso_only(value: object) -> object:
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 date-time string")
+    return value
+
+
+# An ISO 8601 string only (strict mode would refuse the string itself, lax mode would take a number).
+IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only), Strict(False)]
 
 
 class Turn(Body):
     role: Literal["user", "assistant", "system", "tool"]
-    content: str = Field(min_length=1, max_length=MAX_TEXT)
+    content: Annotated[str, Field(min_length=1, max_length=MAX_TEXT), Clean]
 
 
 class AddIn(Body):
     messages: list[Turn] | None = Field(default=None, max_length=MAX_ITEMS, description="a conversation's turns")
-    content: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT,
-                                description="a document, note or tool result (instead of messages)")  # fmt: skip
+    content: Annotated[str, Field(min_length=1, max_length=MAX_TEXT), Clean] | None = Field(
+        default=None, description="a document, note or tool result (instead of messages)")  # fmt: skip
     content_type: Literal["CONVERSATION", "DOCUMENT", "TOOL_RESULT", "NOTE"] | None = None
-    session_id: str | None = Field(default=None, min_length=1, max_length=MAX_LABEL)
-    user_id: str = Field(default="", max_length=MAX_LABEL)
-    thread_id: str = Field(default="", max_length=MAX_LABEL)
-    occurred_at: datetime | None = Field(default=None, description="when it happened (default: now); ISO 8601")
-    episode_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID)
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=MAX_ID)
+    session_id: IdStr | None = None
+    user_id: LabelStr = ""
+    thread_id: LabelStr = ""
+    occurred_at: IsoDateTime | None = Field(default=None, description="when it happened (default: now); ISO 8601")
+    episode_id: IdStr | None = None
+    idempotency_key: IdStr | None = None
 
 
 class AddOut(Body):
@@ -60,11 +77,11 @@ class AddOut(Body):
 
 
 class SearchIn(Body):
-    query: str = Field(min_length=1, max_length=4_096)
+    query: Annotated[str, Field(min_length=1, max_length=4_096), Clean]
     k: int = Field(default=5, ge=1, le=50)
-    user_id: str = Field(default="", max_length=MAX_LABEL)
-    thread_id: str | None = Field(default=None, max_length=MAX_LABEL)
-    as_of: datetime | None = Field(default=None, description="the question's date: nothing after it is returned")
+    user_id: LabelStr = ""
+    thread_id: LabelStr | None = None
+    as_of: IsoDateTime | None = Field(default=None, description="the question's date: nothing after it is returned")
     mode: Literal["hybrid", "vector", "text"] = "hybrid"
 
 
@@ -74,8 +91,8 @@ class AskOut(Body):
 
 
 class IndexedIn(Body):
-    episode_ids: list[str] = Field(max_length=1_000)
-    user_id: str = Field(default="", max_length=MAX_LABEL)
+    episode_ids: list[IdStr] = Field(max_length=1_000)
+    user_id: LabelStr = ""
 
 
 def _ms(dt: datetime | None) -> int | None:
@@ -176,16 +193,16 @@ def router(ctx: Ctx) -> APIRouter:
 
     @r.get("/api/v1/memory/facts", response_model=list[q.MemoryHit], response_model_by_alias=True,
            responses=error_responses(400, 401, 403, 422))  # fmt: skip
-    async def facts(who: Who, user_id: Annotated[str, Query(max_length=MAX_LABEL)] = "",
-                    key: Annotated[str | None, Query(max_length=MAX_ID)] = None,
-                    entity: Annotated[str | None, Query(max_length=MAX_ID)] = None,
+    async def facts(who: Who, user_id: Annotated[str, Query(max_length=MAX_LABEL), Clean] = "",
+                    key: Annotated[str | None, Query(max_length=MAX_ID), Clean] = None,
+                    entity: Annotated[str | None, Query(max_length=MAX_ID), Clean] = None,
                     include_superseded: bool = False) -> list[q.MemoryHit]:  # fmt: skip
         """L2 facts of the memory, each version with its validity window (EVOLUTION: include_superseded)."""
         return await q.facts(ctx.pool, memory(who, user_id), key, entity, include_superseded)
 
     @r.get("/api/v1/memory/entities", response_model=list[q.L0Term], response_model_by_alias=True,
            responses=error_responses(400, 401, 403, 422))  # fmt: skip
-    async def entities(who: Who, user_id: Annotated[str, Query(max_length=MAX_LABEL)] = "") -> list[q.L0Term]:
+    async def entities(who: Who, user_id: Annotated[str, Query(max_length=MAX_LABEL), Clean] = "") -> list[q.L0Term]:
         """The L0 availability index: the entities and topics this memory holds."""
         return await q.l0_terms(ctx.pool, memory(who, user_id))
 

@@ -141,7 +141,7 @@ def test_tokens_of_unconfigured_tenants_are_refused_on_every_route(stack: Stack)
                     kw["json"] = {"type": "presence", "payload": {}}
                 _error(h.request(method, url, **kw), 403, "UNKNOWN_TENANT")
                 checked += 1
-        assert checked == 14  # every authenticated route: envelopes, claws, governance, CAML
+        assert checked == 20  # every authenticated route: envelopes, claws, governance, CAML, KMMS
 
 
 def test_unknown_schema_versions_are_refused(stack: Stack) -> None:
@@ -149,7 +149,7 @@ def test_unknown_schema_versions_are_refused(stack: Stack) -> None:
         for version in (999, 0, -1):
             _error(_post(h, {"type": "presence", "payload": {}, "schemaVersion": version}), 422,
                    "SCHEMA_VERSION_MISMATCH")  # fmt: skip
-        _error(_post(h, {"type": "episode", "payload": episode(), "schemaVersion": 2}), 422, "SCHEMA_VERSION_MISMATCH")
+        _error(_post(h, {"type": "episode", "payload": episode(), "schemaVersion": 3}), 422, "SCHEMA_VERSION_MISMATCH")
         assert _post(h, {"type": "presence", "payload": {}, "schemaVersion": 2}).status_code == 202
 
 
