@@ -63,8 +63,8 @@ def run_demo(settings: Settings, api_url: str, console: Console | None = None) -
     forged = forged.model_copy(update={"claw_id": "claw-1"})  # claims to be claw-1, signed by claw-2
     writer.produce_raw(settings.topics.inbound("episode"), partition_key(TENANT, forged.aggregate),
                        encode_envelope(forged))  # fmt: skip
-    final = writer.publish("episode", {**episode, "episodeId": key + "-z",
-                                       "content": f"checkout recovered: pool resized ({trace})"}, trace_id=trace)  # fmt: skip
+    recovered = {**episode, "episodeId": key + "-z", "content": f"checkout recovered: pool resized ({trace})"}
+    final = writer.publish("episode", recovered, trace_id=trace)
     console.print("claw-2 forged an envelope in claw-1's name")
     for c in clients.values():
         c.flush()
