@@ -31,7 +31,7 @@ def node_text(ev: KmmsEvent) -> str | None:
     if n is None:
         return None
     if n.layer == 2 and n.fact_key:  # a fact reads better as a sentence than as key=value
-        return fact_sentence(n.entity, n.fact_key, n.fact_value or "", n.content)
+        return fact_sentence(n.entity, n.fact_key, n.fact_value or n.content)
     return n.content
 
 

@@ -1,8 +1,8 @@
 """How a fact and a unit read to the embedding model and to full-text search.
 
 A fact's key is a label (``residence``, ``employer``, ``pet_dog``); a question asks "where do I
-live?" or "who do I work for?". A fact is therefore embedded and indexed as a sentence: the cue
-phrase of its key family, the value, and the quote it came from. A conversation round is embedded
+live?" or "who do I work for?". A fact is therefore embedded as a short sentence in a question's
+words (its key family's cue and the value), and indexed for full text with every cue. A conversation round is embedded
 without its ``role:`` prefixes and boilerplate: they add nothing to its meaning and dilute it
 (measured with all-MiniLM-L6-v2: "Where do I live now?" against a round with them 0.29, without 0.41).
 """
@@ -36,11 +36,18 @@ def cue(key: str) -> str:
     return CUES.get(key) or CUES.get(key.split("_", 1)[0], "")
 
 
-def fact_sentence(entity: str, key: str, value: str, quote: str) -> str:
-    """E.g. "user — where I live, my home, the city I live in (residence): Porto. I moved to Porto..." """
-    label = key.replace("_", " ")
-    head = f"{entity} — {cue(key)} ({label})" if cue(key) else f"{entity} {label}"
-    return f"{head}: {value}. {quote}"
+def fact_sentence(entity: str, key: str, value: str) -> str:
+    """What a fact's vector is computed from: short, in the words of a question about it
+    ("where I live: Porto" scores 0.49 against "Where do I live?", the key and the quote 0.40)."""
+    first = cue(key).split(",")[0]
+    if entity.lower() == "user" and first:
+        return f"{first}: {value}"
+    return f"{entity} {key.replace('_', ' ')}: {value}"
+
+
+def fact_terms(entity: str, key: str, value: str) -> str:
+    """What full-text search matches a fact on, besides its quote: every cue, the key, the value."""
+    return f"{entity} {cue(key)} {key.replace('_', ' ')} {value}"
 
 
 def embedding_text(unit_text: str) -> str:

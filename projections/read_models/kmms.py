@@ -18,7 +18,7 @@ import psycopg
 
 from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms
 from contracts.topics import TopicNames
-from governance.kmms.phrasing import fact_sentence
+from governance.kmms.phrasing import fact_terms
 from governance.kmms.units import units_of
 from projections.read_models import DigestTable, schema_ddl, tenant_table
 from projections.read_models.caml import index_name as caml_index_name
@@ -156,7 +156,7 @@ class KmmsProjection:
                 (*who, n.node_id, n.layer, n.entity, n.topic, n.time_window, n.content, n.version, n.supersedes,
                  n.valid_from, n.event_time, n.fact_key, n.fact_value, n.fact_type, n.confidence, n.context,
                  n.source_ids, n.model, ev.at, ev.at,
-                 fact_sentence(n.entity, n.fact_key, n.fact_value or "", "") if n.fact_key else ""),
+                 fact_terms(n.entity, n.fact_key, n.fact_value or "") if n.fact_key else ""),
             )  # fmt: skip
         elif ev.kind == "NODE_SUPERSEDED" and ev.node_id:
             cur.execute(

@@ -178,3 +178,12 @@ def test_aggregate_max() -> None:
     assert aggregate_max(hits) == [("s1", 0.9), ("s2", 0.9), ("s3", 0.5)]
     assert aggregate_max([]) == []
     assert aggregate_max(iter([("u", "p", -1.0)])) == [("p", -1.0)]
+
+
+def test_facts_read_in_a_questions_words() -> None:
+    from governance.kmms.phrasing import embedding_text, fact_sentence, fact_terms
+
+    assert fact_sentence("user", "residence", "Porto") == "where I live: Porto"
+    assert fact_sentence("John", "opinion_duckdb_migration", "risky") == "John opinion duckdb migration: risky"
+    assert "company I work for" in fact_terms("user", "employer", "Globex")
+    assert embedding_text("user: I moved.\nassistant: Noted.") == "I moved.\nNoted."
