@@ -1,5 +1,5 @@
 """First-stage retrieval over one memory's read model: vector (pgvector HNSW, cosine) and full
-text (Postgres ``ts_rank_cd`` over an OR of the query's lexemes, a BM25-like ranking), fused by
+text (the units holding any of the query's lexemes, ranked by Okapi BM25: ``governance.kmms.bm25``), fused by
 reciprocal rank (``governance.kmms.fusion.rrf``). Units (rounds/paragraphs of L4 episodes) roll up
 to their episode by their best unit; L1–L3 nodes are ranked the same way.
 
@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from psycopg import AsyncConnection
 
+from governance.kmms.bm25 import bm25, parse_tsvector, query_lexemes
 from governance.kmms.fusion import rrf
 
 Mode = Literal["hybrid", "vector", "text"]
@@ -71,9 +72,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             f"AND v.claw_id = %(c)s AND v.scope = %(s)s AND {where} "
             "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(n)s"), p))  # fmt: skip
     if mode in ("hybrid", "text") and text.strip():
-        rankings.append(await _ranked(conn, (
-            f"SELECT u.unit_id FROM kmms.kmms_units u, {_TSQ} WHERE {where} AND u.tsv @@ qq.q "
-            "ORDER BY ts_rank_cd(u.tsv, qq.q, 32) DESC, u.unit_id LIMIT %(n)s"), p))  # fmt: skip
+        rankings.append(await _bm25_units(conn, where, p))
     fused = rrf(rankings)[:n]
     if not fused:
         return []
@@ -94,6 +93,25 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
         for u in p["ids"]
         if (r := rows.get(u)) is not None
     ]
+
+
+BM25_CANDIDATES = 2_000  # units holding a query lexeme, ranked in Python; a memory's recent ones first
+
+
+async def _bm25_units(conn: Conn, where: str, p: dict[str, Any]) -> list[str]:
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT qq.q::text, u.unit_id, u.tsv::text FROM kmms.kmms_units u, {_TSQ} WHERE {where} AND u.tsv @@ qq.q "
+        "ORDER BY u.occurred_at DESC LIMIT %(cap)s", {**p, "cap": BM25_CANDIDATES})  # fmt: skip
+    rows = await cur.fetchall()
+    if not rows:
+        return []
+    stats = await conn.execute(  # type: ignore[arg-type]
+        "SELECT count(*), coalesce(avg(length(u.tsv)), 1) FROM kmms.kmms_units u WHERE "
+        "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s", p)  # fmt: skip
+    total, avg_len = (await stats.fetchone()) or (0, 1)
+    terms = query_lexemes(str(rows[0][0]))
+    ranked = bm25(terms, ((str(r[1]), parse_tsvector(str(r[2]))) for r in rows), int(str(total)), float(str(avg_len)))
+    return [doc for doc, _ in ranked[: p["n"]]]
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
 
 from contracts.models import MAX_ID, MAX_ITEMS, MAX_LABEL, MAX_TEXT
-from governance.kmms.phrasing import embedding_text
+from governance.kmms.phrasing import strip_roles
 from inference.embedding_base import EmbeddingError
 from projections import kmms_queries as q
 from projections.auth import Principal
@@ -183,7 +183,7 @@ def router(ctx: Ctx) -> APIRouter:
         top = next((h for h in res.hits if h.layer == res.answer_layer), None)
         if res.abstained or top is None:
             return AskOut(answer=None, result=res)
-        text = top.fact_value if top.layer == 2 and top.fact_value else embedding_text(top.text)  # no "user:"
+        text = top.fact_value if top.layer == 2 and top.fact_value else strip_roles(top.text)
         return AskOut(answer=f"{res.hedging_prefix} {text}" if res.hedging_prefix else text, result=res)
 
     @r.post("/api/v1/memory/indexed", response_model=list[str], responses=error_responses(400, 401, 403, 422))

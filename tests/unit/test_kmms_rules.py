@@ -186,4 +186,5 @@ def test_facts_read_in_a_questions_words() -> None:
     assert fact_sentence("user", "residence", "Porto") == "where I live: Porto"
     assert fact_sentence("John", "opinion_duckdb_migration", "risky") == "John opinion duckdb migration: risky"
     assert "company I work for" in fact_terms("user", "employer", "Globex")
-    assert embedding_text("user: I moved.\nassistant: Noted.") == "I moved.\nNoted."
+    assert embedding_text("user: I moved.\nassistant: Noted.") == "I moved."
+    assert embedding_text("assistant: Welcome back.\ntool: 3 results") == "Welcome back.\n3 results"
