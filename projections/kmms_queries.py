@@ -35,6 +35,7 @@ from projections.kmms_search import Memory, Mode, NodeRow, UnitHit, node_candida
 from projections.queries import tenant_tx
 
 FAR_FUTURE = 2**62
+TOLD_LATER_MS = 7 * 86_400_000
 # Calibrated for all-MiniLM-L6-v2, whose question -> statement cosines sit lower than the seed's
 # bge-small (a true match is typically 0.35-0.7): X-17's tau of 0.75 would make no layer ever
 # sufficient. Both are settings (HIVEMEM_KMMS_TAU, HIVEMEM_KMMS_ABSTAIN); docs/kmms.md.
@@ -216,13 +217,18 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     text = content_query(sp.query, as_of)
     current_query = intent.kind in ("CURRENT", "UNSPECIFIED")
     start = intent.start_ms if intent.kind == "WINDOW" else None
-    bound = min(as_of, intent.end_ms) if intent.kind == "WINDOW" and intent.end_ms is not None else as_of
+    # A session can tell of the window's events up to a week after it ("last weekend I bought...").
+    bound = (
+        min(as_of, intent.end_ms + TOLD_LATER_MS) if intent.kind == "WINDOW" and intent.end_ms is not None else as_of
+    )
     fallback = False
     async with tenant_tx(pool, m.tenant) as conn:
         terms = await known_terms(conn, m, sp.query)
         units = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, bound, start, 4 * sp.k + 20)
-        if not units and start is not None:  # an empty window: the date was wrong or loose; search all time
-            units = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, as_of, None, 4 * sp.k + 20)
+        if start is not None or bound < as_of:  # the window's units first, then the rest of time: a loose
+            seen = {u.unit_id for u in units}  # or misread date phrase must not cost the evidence
+            rest = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, as_of, None, 4 * sp.k + 20)
+            units += [u for u in rest if u.unit_id not in seen]
         flt, params = node_filter(intent, as_of)
         nodes = await node_candidates(conn, m, sp.vector, sp.model, text, sp.mode, flt, params, 3 * sp.k)
         if not nodes and intent.kind == "CURRENT":  # X-15: only superseded content matches
