@@ -107,18 +107,17 @@ def sdk_searchable(mem: Any, eid: str) -> bool:
 
 def sdk_search(mem: Any, q: Question, k: int, mode: str,
                by_episode: dict[str, str] | None = None) -> tuple[Retrieval, float | None]:  # fmt: skip
-    """The question searched at its date: (the result for the metrics, the server-reported ms if any). A hit without
-    a session (an L1/L2 node) gets the session of its episode, or of its first source episode, when known."""
+    """The question searched at its date: (the result for the metrics, the server-reported ms if any). Sessions are
+    ranked by the hits that are sessions' episodes (L4); an L1-L3 node (a summary or fact over several episodes)
+    names no session of its own: crediting it with its first source would rank old sessions first."""
     res = mem.search(q.question, k=k, as_of=q.question_date, mode=mode)
     by_episode = by_episode or {}
 
     def session_of(h: Any) -> str | None:
         if h.session_id:
             return str(h.session_id)
-        for eid in (getattr(h, "episode_id", None), *(getattr(h, "source_ids", None) or ())):
-            if eid in by_episode:
-                return by_episode[eid]
-        return None
+        eid = getattr(h, "episode_id", None)
+        return by_episode.get(eid) if eid else None
 
     hits = tuple(RankedHit(session_of(h), _dt(h.occurred_at), _dt(h.valid_from), h.fact_value, int(h.layer),
                            str(h.status)) for h in res.hits)  # fmt: skip
