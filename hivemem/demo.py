@@ -211,10 +211,13 @@ def run_memory(settings: Settings, api_url: str, console: Console) -> bool:
                     session_id=f"{user}-s{i}", occurred_at=f"{day}T09:00:00Z", wait_ms=30_000)  # fmt: skip
         ids.append(r.episode_id)
         console.print(f"{day} {user} told acme/claw-3: {text!r} -> {r.status}")
-    mem.wait_indexed(ids, timeout_s=60)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any("Porto" in (f.fact_value or "") for f in mem.facts("residence")):
+    while time.monotonic() < deadline:  # consolidation runs behind the write: wait for the move to supersede
+        current = [f.fact_value or "" for f in mem.facts("residence")]
+        if current and all("Porto" in v for v in current):
+            break
         time.sleep(0.3)
+    mem.wait_indexed(ids, timeout_s=60)  # then for every unit and derived node to have its vector
     now = mem.ask("Where do I live now?")
     then = mem.search("Where did I live in March?", as_of="2026-04-30T00:00:00Z")
     fact_then = next((h for h in then.hits if h.layer == 2 and h.fact_key == "residence"), None)

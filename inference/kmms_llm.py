@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 MAX_EPISODE_CHARS = 4_000
 MAX_TOTAL_CHARS = 24_000
+RETRY_ECHO_CHARS = 1_200  # how much of a refused answer a retry shows the model
 SEED_EXAMPLE = ('{"extracted_facts":[{"key":"preferred_language","value":"Python for data pipelines",'
                 '"fact_type":"preference","confidence":0.85,"updates_existing":null,"is_contradiction":false,'
                 '"source_quote":"I always use Python for data pipelines"}]}')  # fmt: skip
@@ -175,7 +176,7 @@ class LlmConsolidator:
                 self._json_mode = False
             raise ValueError(f"HTTP {resp.status_code} with response_format=json_object; asking without it")
         if resp.status_code != 200:
-            raise ValueError(f"HTTP {resp.status_code}")
+            raise ValueError(f"HTTP {resp.status_code}: {resp.text[:200]}")
         content = resp.json()["choices"][0]["message"]["content"]
         if not isinstance(content, str):
             raise ValueError("the message content is not a string")
@@ -184,7 +185,8 @@ class LlmConsolidator:
     def _ask(self, task: str, instructions: str, data: Mapping[str, Any], shape: type[T],
              check: Callable[[T], None] | None = None) -> T:  # fmt: skip
         prompt = instructions + "\n\nDATA (JSON):\n" + json.dumps(data, ensure_ascii=False)
-        messages = [{"role": "system", "content": self._system()}, {"role": "user", "content": prompt}]
+        first = [{"role": "system", "content": self._system()}, {"role": "user", "content": prompt}]
+        messages = first
         error = "no attempt"
         for _ in range(1 + self.max_retries):
             try:
@@ -206,9 +208,11 @@ class LlmConsolidator:
                 with self._lock:
                     self.refusals += 1
                 retry = (
-                    f"Your answer was refused: {error}\nAnswer again with only the JSON object, in exactly the shape."
+                    f"Your answer was refused: {error[:400]}\n"
+                    "Answer again with only the JSON object, in exactly the shape."
                 )
-                messages = [*messages, {"role": "assistant", "content": content[:4000]},
+                # Only the last refused answer, cut short: a growing transcript would overflow a small context.
+                messages = [*first, {"role": "assistant", "content": content[:RETRY_ECHO_CHARS]},
                             {"role": "user", "content": retry}]  # fmt: skip
         raise ConsolidationError(f"{task}: no valid answer after {1 + self.max_retries} attempts ({error})")
 

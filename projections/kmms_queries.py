@@ -319,13 +319,23 @@ async def wait_episode(pool: AsyncConnectionPool, tenant: str, event_id: str, wa
 
 
 async def indexed(pool: AsyncConnectionPool, m: Memory, episode_ids: list[str], model: str) -> list[str]:
-    """Which of ``episode_ids`` are searchable: stored, and every unit has its vector."""
+    """Which of ``episode_ids`` are searchable: stored, every unit has its vector, and so has every node
+    consolidated from them so far (a fact the read model holds but cannot yet rank by meaning would lose
+    to an older, embedded summary)."""
+    scope = "n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s"
     async with tenant_tx(pool, m.tenant) as conn:
+        # Derived nodes by their source links: episode -> L3 summary -> L2 fact -> L1 abstract.
         cur = await conn.execute(
-            "SELECT u.episode_id FROM kmms.kmms_units u LEFT JOIN kmms.kmms_vectors v ON v.tenant = u.tenant "
-            "AND v.unit_id = u.unit_id AND v.model = %s WHERE u.tenant = %s AND u.claw_id = %s AND u.scope = %s "
-            "AND u.episode_id = ANY(%s) GROUP BY u.episode_id HAVING bool_and(v.unit_id IS NOT NULL)",
-            (model, m.tenant, m.claw_id, m.scope, episode_ids),
+            "WITH RECURSIVE derived(root, node_id) AS ("
+            f"SELECT e, n.node_id FROM kmms.kmms_nodes n, unnest(%(ids)s::text[]) e WHERE {scope} "
+            "AND e = ANY(n.source_ids) UNION SELECT d.root, n.node_id FROM kmms.kmms_nodes n JOIN derived d "
+            f"ON d.node_id = ANY(n.source_ids) WHERE {scope}), "
+            "units AS (SELECT u.episode_id AS root, u.unit_id AS id FROM kmms.kmms_units u WHERE u.tenant = %(t)s "
+            "AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.episode_id = ANY(%(ids)s)) "
+            "SELECT a.root FROM (SELECT root, id FROM units UNION ALL SELECT root, node_id FROM derived) a "
+            "LEFT JOIN kmms.kmms_vectors v ON v.tenant = %(t)s AND v.unit_id = a.id AND v.model = %(model)s "
+            "WHERE a.root IN (SELECT root FROM units) GROUP BY a.root HAVING bool_and(v.unit_id IS NOT NULL)",
+            {"model": model, "t": m.tenant, "c": m.claw_id, "s": m.scope, "ids": episode_ids},
         )
         return sorted(str(r[0]) for r in await cur.fetchall())
 

@@ -41,7 +41,6 @@ def person(stack: Stack) -> MemoryClient:
     mem = memory(stack, "mem-b", claw=f"assistant-{uuid.uuid4().hex[:6]}", user_id="ana")
     ids = [mem.add(chat(text), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
            for i, (day, text) in enumerate(HISTORY)]  # fmt: skip
-    mem.wait_indexed(ids, timeout_s=120)
 
     def consolidated() -> bool:
         res = {f.fact_value or "" for f in mem.facts(key="residence", history=True)}
@@ -49,6 +48,7 @@ def person(stack: Stack) -> MemoryClient:
         return any("Porto" in v for v in res) and any("Globex" in v for v in jobs)
 
     wait_until(consolidated, timeout=120, interval=0.5, what="the residence and employer facts")
+    mem.wait_indexed(ids, timeout_s=120)  # units and every node derived from them have vectors
     return mem
 
 
@@ -68,6 +68,8 @@ def test_layers_appear_with_version_chains(person: MemoryClient) -> None:
     current = person.facts()
     assert {f.fact_key for f in current} >= {"residence", "employer"}
     assert not any("Lisbon" in (f.fact_value or "") for f in current if f.fact_key == "residence")
+    by_meaning = person.search("Where do I live now?", k=5, mode="vector")  # the facts are embedded too
+    assert any(h.layer == 2 and "Porto" in (h.fact_value or "") and h.similarity > 0.3 for h in by_meaning.hits)
     terms = {t["term"] for t in person.entities()}
     assert {"porto", "lisbon", "residence", "employment"} <= terms
 

@@ -69,7 +69,7 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlmServer]:
     port = free_port()
     log = tmp_path_factory.mktemp("llm") / "llama_cpp_server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048"]  # fmt: skip
+           "--port", str(port), "--n_ctx", "4096"]  # fmt: skip
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"

@@ -18,7 +18,7 @@ import pytest
 
 from governance.kmms.values import EpisodeText, ExtractedFact, Summary
 from inference.kmms_consolidator import ConsolidationError
-from inference.kmms_llm import SEED_EXAMPLE, LlmConsolidator, first_json_object
+from inference.kmms_llm import RETRY_ECHO_CHARS, SEED_EXAMPLE, LlmConsolidator, first_json_object
 
 EPISODES = [
     EpisodeText("e1", "s1", 1_772_582_400_000, "user: I always use Python for data pipelines. I live in Porto.")
@@ -115,6 +115,14 @@ def test_always_malformed_raises_after_the_retries(server: Server) -> None:
     with pytest.raises(ConsolidationError, match="3 attempts"):
         extract(c)
     assert len(server.bodies) == 3 and c.refusals == 3
+    # Each retry shows only the last refused answer: the prompt does not grow with the attempts.
+    assert [len(b["messages"]) for b in server.bodies] == [2, 4, 4]
+
+
+def test_a_long_refused_answer_is_echoed_cut_short(server: Server) -> None:
+    server.reply("x" * 50_000, SEED_EXAMPLE)
+    extract(consolidator(server))
+    assert len(server.bodies[1]["messages"][-2]["content"]) == RETRY_ECHO_CHARS
 
 
 @pytest.mark.parametrize(
