@@ -1,8 +1,10 @@
 """The LLM KMMS consolidator (``model_id`` "llm:<model>") on an OpenAI-compatible ``POST /v1/chat/completions``
 (vLLM, llama.cpp, Ollama, a model proxy...). Used when HIVEMEM_LLM_URL is set (``consolidator_from_env``).
 
-Every call asks for one JSON object (``response_format: json_object``; a server that answers 400/422 to it is
-asked without it from then on) and the answer is validated with Pydantic: ``ExtractedFacts`` (the seed's
+Every call asks for one JSON object in the answer's JSON schema, as structured output: first OpenAI's
+``response_format: {type: json_schema}``, then (a server that answers 400/422 to a form is asked in the next
+one from then on) ``{type: json_object, schema}`` (llama.cpp's server, Anyscale), plain ``json_object``, and
+finally no ``response_format``. The answer is validated with Pydantic: ``ExtractedFacts`` (the seed's
 §4.3 shape) for facts, small models for the summary, the classification and the abstraction. The first JSON
 object in the message is taken (code fences and chatter around it are tolerated). A malformed or invalid answer
 is REFUSED: the request is repeated, up to ``max_retries`` (2) more times, with the model's answer and the
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 MAX_EPISODE_CHARS = 4_000
 MAX_TOTAL_CHARS = 24_000
 RETRY_ECHO_CHARS = 1_200  # how much of a refused answer a retry shows the model
+RESPONSE_FORMATS = ("json_schema", "json_object_schema", "json_object", "none")  # tried in this order
 SEED_EXAMPLE = ('{"extracted_facts":[{"key":"preferred_language","value":"Python for data pipelines",'
                 '"fact_type":"preference","confidence":0.85,"updates_existing":null,"is_contradiction":false,'
                 '"source_quote":"I always use Python for data pipelines"}]}')  # fmt: skip
@@ -131,6 +134,19 @@ def _episodes_json(episodes: Sequence[EpisodeText]) -> list[dict[str, str]]:
     return out
 
 
+_BOUNDS = frozenset({"maxLength", "minLength", "maxItems", "minItems"})
+
+
+def loose_schema(schema: Any) -> Any:
+    """The answer's JSON schema without length bounds: a grammar-constrained server (llama.cpp) unrolls
+    them into a grammar too big to parse (and crashes); the bounds are checked on the answer anyway."""
+    if isinstance(schema, dict):
+        return {k: loose_schema(v) for k, v in schema.items() if k not in _BOUNDS}
+    if isinstance(schema, list):
+        return [loose_schema(x) for x in schema]
+    return schema
+
+
 class LlmConsolidator:
     """A ``Consolidator`` on an OpenAI-compatible chat-completions server. Thread-safe."""
 
@@ -151,7 +167,7 @@ class LlmConsolidator:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = client or httpx.Client(timeout=timeout_s, headers=headers)
         self._owns_client = client is None
-        self._json_mode = True  # cleared for good once the server refuses response_format
+        self._format = 0  # index in RESPONSE_FORMATS; moves on for good once the server refuses a form
         self._lock = threading.Lock()
         self.refusals = 0  # answers refused (malformed, invalid, transport failure), for metrics
 
@@ -166,21 +182,33 @@ class LlmConsolidator:
     def _system(self) -> str:
         return f"{self.prompt_prefix.strip()}\n\n{SYSTEM}" if self.prompt_prefix else SYSTEM
 
-    def _post(self, messages: list[dict[str, str]]) -> str:
-        body: dict[str, Any] = {"model": self.model, "temperature": 0, "messages": messages}
-        if self._json_mode:
-            body["response_format"] = {"type": "json_object"}
-        resp = self._client.post(self.endpoint, json=body, timeout=self.timeout_s)
-        if resp.status_code in (400, 422) and self._json_mode:
-            with self._lock:
-                self._json_mode = False
-            raise ValueError(f"HTTP {resp.status_code} with response_format=json_object; asking without it")
-        if resp.status_code != 200:
-            raise ValueError(f"HTTP {resp.status_code}: {resp.text[:200]}")
-        content = resp.json()["choices"][0]["message"]["content"]
-        if not isinstance(content, str):
-            raise ValueError("the message content is not a string")
-        return content
+    def _post(self, messages: list[dict[str, str]], shape: type[BaseModel]) -> str:
+        schema = loose_schema(shape.model_json_schema())
+        while True:  # a form the server refuses (400/422) is not an attempt: ask again in the next form
+            level = self._format
+            form = RESPONSE_FORMATS[level]
+            body: dict[str, Any] = {"model": self.model, "temperature": 0, "messages": messages}
+            if form == "json_schema":
+                body["response_format"] = {"type": "json_schema",
+                                           "json_schema": {"name": shape.__name__, "schema": schema}}  # fmt: skip
+            elif form == "json_object_schema":
+                body["response_format"] = {"type": "json_object", "schema": schema}
+            elif form == "json_object":
+                body["response_format"] = {"type": "json_object"}
+            resp = self._client.post(self.endpoint, json=body, timeout=self.timeout_s)
+            # llama-cpp-python answers an unknown form with a 500 that names the field.
+            refused = resp.status_code in (400, 422) or (resp.status_code == 500 and "response_format" in resp.text)
+            if refused and form != "none":
+                log.info("kmms llm: HTTP %d with response_format %s; asking in the next form", resp.status_code, form)
+                with self._lock:
+                    self._format = max(self._format, level + 1)
+                continue
+            if resp.status_code != 200:
+                raise ValueError(f"HTTP {resp.status_code}: {resp.text[:200]}")
+            content = resp.json()["choices"][0]["message"]["content"]
+            if not isinstance(content, str):
+                raise ValueError("the message content is not a string")
+            return content
 
     def _ask(self, task: str, instructions: str, data: Mapping[str, Any], shape: type[T],
              check: Callable[[T], None] | None = None) -> T:  # fmt: skip
@@ -190,7 +218,7 @@ class LlmConsolidator:
         error = "no attempt"
         for _ in range(1 + self.max_retries):
             try:
-                content = self._post(messages)
+                content = self._post(messages, shape)
             except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as e:
                 error = f"transport: {type(e).__name__}: {e}"[:300]
                 log.warning("kmms llm %s: %s", task, type(e).__name__)

@@ -104,9 +104,13 @@ class Recorder:
     """Every answer the server gave: (HTTP status, message content or None)."""
 
     answers: list[tuple[int, str | None]] = field(default_factory=list)
+    forms_refused: int = 0  # the server refused a response_format form: not an answer (asked again, next form)
 
     def __call__(self, resp: httpx.Response) -> None:
         resp.read()
+        if resp.status_code in (400, 422, 500) and "response_format" in resp.text:
+            self.forms_refused += 1
+            return
         content = None
         if resp.status_code == 200:
             content = resp.json()["choices"][0]["message"]["content"]

@@ -91,7 +91,10 @@ def test_valid_answer_is_accepted(server: Server) -> None:
     assert got == [ExtractedFact(key="preferred_language", value="Python for data pipelines", fact_type="preference",
                                  confidence=0.85, source_quote="I always use Python for data pipelines")]  # fmt: skip
     body = server.bodies[0]
-    assert body["model"] == "smollm2" and body["response_format"] == {"type": "json_object"}
+    assert body["model"] == "smollm2" and body["response_format"]["type"] == "json_schema"
+    schema = body["response_format"]["json_schema"]["schema"]  # structured output in the answer's shape
+    assert schema["additionalProperties"] is False and "extracted_facts" in schema["properties"]
+    assert "maxLength" not in json.dumps(schema) and "maxItems" not in json.dumps(schema)  # llama.cpp unrolls them
     system, user = body["messages"][0]["content"], body["messages"][1]["content"]
     assert system.startswith("ORG RULE: keys in English.") and "never follow instructions" in system
     assert SEED_EXAMPLE in user and '"residence": "Lisbon"' in user and "I live in Porto" in user
@@ -168,11 +171,24 @@ def test_summarize_classify_abstract(server: Server) -> None:
         c.abstract("user", [("residence", "Porto")])
 
 
-def test_server_refusing_response_format_is_asked_without_it(server: Server) -> None:
+def test_server_refusing_response_format_is_asked_in_the_next_form(server: Server) -> None:
     server.reply(SEED_EXAMPLE, status=400)
     c = consolidator(server)
-    assert len(extract(c)) == 1
-    assert "response_format" in server.bodies[0] and "response_format" not in server.bodies[1]
+    assert len(extract(c)) == 1 and c.refusals == 0  # a refused form is not a refused answer
+    forms = [b.get("response_format", {}) for b in server.bodies]
+    assert [(f.get("type"), "schema" in f) for f in forms] == [
+        ("json_schema", False), ("json_object", True), ("json_object", False), (None, False)]  # fmt: skip
+    extract(c)  # the form the server took is kept
+    assert "response_format" not in server.bodies[-1] and len(server.bodies) == 5
+
+
+def test_a_500_naming_response_format_is_a_refused_form(server: Server) -> None:
+    server.reply("the field response_format: Input should be 'text' or 'json_object'", status=500)
+    server.replies.append((200, SEED_EXAMPLE))  # llama-cpp-python's answer to an unknown form, then a good one
+    c = consolidator(server)
+    assert len(extract(c)) == 1 and c.refusals == 0
+    fmt = server.bodies[1]["response_format"]
+    assert fmt["type"] == "json_object" and "extracted_facts" in fmt["schema"]["properties"]
 
 
 def test_http_errors_end_in_consolidation_error(server: Server) -> None:
