@@ -155,6 +155,15 @@ class EpisodePayload(WireModel):
     turns: list[EpisodeTurn] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
+class ErasurePayload(WireModel):
+    """KMMS: erase one memory (a user's, or the claw's own) of the writing claw from the read models."""
+
+    erasure_id: Id
+    about: Id
+    user_id: Label = ""
+    reason: OptText = ""
+
+
 class TracePayload(WireModel):
     trace_record_id: Id
     about: Id
@@ -168,7 +177,7 @@ class TracePayload(WireModel):
 Payload = (
     ProposalPayload | VotePayload | DecisionPayload | FactPayload | PresencePayload
     | CapabilitiesPayload | ObservationPayload | ValidationPayload | EpisodePayload | TracePayload
-    | IdentityPayload
+    | IdentityPayload | ErasurePayload
 )  # fmt: skip
 
 PAYLOAD_MODELS: dict[str, type[WireModel]] = {
@@ -183,6 +192,7 @@ PAYLOAD_MODELS: dict[str, type[WireModel]] = {
     "episode": EpisodePayload,
     "trace": TracePayload,
     "identity": IdentityPayload,
+    "erasure": ErasurePayload,
 }
 
 
@@ -197,7 +207,7 @@ def aggregate_id(envelope_type: str, payload: WireModel, claw_id: str) -> str:
         return f"fact:{payload.fact_key}"
     if isinstance(payload, ObservationPayload | ValidationPayload):
         return f"observation:{payload.observation_id}"
-    if isinstance(payload, EpisodePayload | TracePayload):
+    if isinstance(payload, EpisodePayload | TracePayload | ErasurePayload):
         return f"about:{payload.about}"
     return f"claw:{claw_id}"  # presence, capabilities, identity
 

@@ -17,12 +17,14 @@ EnvelopeType = Literal[
     "episode",
     "trace",
     "identity",
+    "erasure",
 ]
 ENVELOPE_TYPES: tuple[str, ...] = get_args(EnvelopeType)
 
 # Claws publish these; processors publish decision and fact (and rejected).
 CLAW_PUBLISHED: frozenset[str] = frozenset(
     {"proposal", "vote", "presence", "capabilities", "observation", "validation", "episode", "trace", "identity"}
+    | {"erasure"}
 )
 # Seed 004, control 5: blocked when governance is disabled for the tenant.
 GOVERNED_TYPES: frozenset[str] = frozenset({"proposal", "vote", "decision", "fact"})

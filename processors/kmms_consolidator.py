@@ -3,9 +3,9 @@ their versions, reinforcements and contradictions out, on the same topic (rules:
 ``governance/kmms/consolidation.py``; text from the configured back-end, an OpenAI-compatible LLM
 or the local deterministic consolidator).
 
-It reads its own topic and ignores its own kinds. State: one JSON document per memory in
-``kmmsproc.memory``, saved in the batch's transaction with the offsets and the outbox, so a crash
-redoes the batch from the stored state and re-emits the same events (deterministic ids).
+It reads its own topic and ignores its own kinds; a ``MEMORY_ERASED`` starts the memory over. State: one
+JSON document per memory in ``kmmsproc.memory``, saved in the batch's transaction with the offsets and the
+outbox, so a crash redoes the batch from the stored state and re-emits the same events (deterministic ids).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class KmmsConsolidatorProcessor:
         todo = []
         for rec in sorted(records, key=lambda r: (r.partition, r.offset)):  # a memory's events: one partition
             ev = decode_kmms(rec.value or b"", KmmsEvent)
-            if ev.kind in ("EPISODE_STORED", "EPISODE_ENRICHED"):
+            if ev.kind in ("EPISODE_STORED", "EPISODE_ENRICHED", "MEMORY_ERASED"):
                 todo.append((rec, ev))
         if not todo:
             return []
@@ -93,6 +93,9 @@ class KmmsConsolidatorProcessor:
         states = self.store.load(keys)
         outs: list[OutRecord] = []
         for rec, ev in todo:
+            if ev.kind == "MEMORY_ERASED":  # start the memory over: its texts, pending pairs and facts go
+                states[(ev.tenant, ev.claw_id, ev.scope)] = ScopeState()
+                continue
             st = states.setdefault((ev.tenant, ev.claw_id, ev.scope), ScopeState())
             if ev.kind == "EPISODE_STORED" and ev.episode is not None:
                 e = ev.episode

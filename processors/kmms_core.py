@@ -1,11 +1,16 @@
-"""The kmms processor: accepted episodes in; stored L4 episodes (``EPISODE_STORED`` on
-``hivemem.kmms.events``) or refusals out (rules: ``governance/kmms/episodes.py``).
+"""The kmms processor: accepted episodes and erasures in; stored L4 episodes (``EPISODE_STORED`` on
+``hivemem.kmms.events``), erasures (``MEMORY_ERASED``) or refusals out (rules:
+``governance/kmms/episodes.py``).
 
 Each episode gets one verdict: stored, or refused with PII_REJECTED (tenant policy ``reject``),
 DUPLICATE_CONTENT (the same content is already in that memory: seed §2.3's content-hash dedup) or
 DUPLICATE_EPISODE (the episode id is taken). Enrichment, embedding and consolidation run after it,
 in their own processors, never on this write path. State (content hashes, episode ids) lives in
 ``kmmsproc.seen``, in the batch's transaction.
+
+An erasure forgets the memory's seen keys and stores a watermark (``kmmsproc.erasures``, the
+erasure's log time): an episode logged at or before it, still in flight when the erasure was
+judged, is refused MEMORY_ERASED, so nothing told before an erasure comes back.
 """
 
 from __future__ import annotations
@@ -19,10 +24,10 @@ from typing import Protocol
 
 from contracts.avro import decode_envelope, encode_rejection
 from contracts.kmms_records import KmmsEpisode, KmmsEvent, KmmsTurn, encode_kmms
-from contracts.models import EpisodePayload, Rejection
+from contracts.models import Envelope, EpisodePayload, ErasurePayload, Rejection
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
 from governance.gate import RecordMeta, derived_event_id
-from governance.kmms.episodes import EpisodeRefusal, MemoryScope, PiiPolicy, judge
+from governance.kmms.episodes import EpisodeRefusal, MemoryScope, PiiPolicy, StoredEpisode, judge
 from processors.gate_core import meta_of
 from streams.offsets import Conn
 from streams.processor import PROCESSING_ERROR, Failure
@@ -48,33 +53,66 @@ def kmms_out(names: TopicNames, ev: KmmsEvent) -> OutRecord:
 
 
 class SeenStore(Protocol):
-    def get(self, keys: list[str]) -> dict[str, str]: ...
+    """The processor's state: which episode holds a key ("id:<tenant>/<episode id>", "hash:<content hash>"),
+    per memory, and each memory's erasure watermark (the log time of its last erasure)."""
 
-    def put(self, items: Mapping[str, str]) -> None: ...
+    def get(self, keys: list[str]) -> dict[str, tuple[str, str]]:
+        """key -> (episode id, memory key)."""
+
+    def put(self, items: Mapping[str, tuple[str, str]]) -> None: ...
+
+    def erased(self, scopes: list[str]) -> dict[str, int]: ...
+
+    def erase(self, scope: str, at: int) -> None:
+        """Forget the memory's keys (its content may be told again) and raise its watermark to ``at``."""
 
 
 class InMemorySeen:
     def __init__(self) -> None:
-        self.rows: dict[str, str] = {}
+        self.rows: dict[str, tuple[str, str]] = {}
+        self.watermarks: dict[str, int] = {}
 
-    def get(self, keys: list[str]) -> dict[str, str]:
+    def get(self, keys: list[str]) -> dict[str, tuple[str, str]]:
         return {k: self.rows[k] for k in keys if k in self.rows}
 
-    def put(self, items: Mapping[str, str]) -> None:
-        self.rows.update(items)
+    def put(self, items: Mapping[str, tuple[str, str]]) -> None:
+        for k, v in items.items():
+            self.rows.setdefault(k, v)
+
+    def erased(self, scopes: list[str]) -> dict[str, int]:
+        return {s: self.watermarks[s] for s in scopes if s in self.watermarks}
+
+    def erase(self, scope: str, at: int) -> None:
+        self.rows = {k: v for k, v in self.rows.items() if v[1] != scope}
+        self.watermarks[scope] = max(at, self.watermarks.get(scope, at))
 
 
 class PostgresSeen:
     def __init__(self, conn: Conn) -> None:
         self.conn = conn
 
-    def get(self, keys: list[str]) -> dict[str, str]:
-        rows = self.conn.execute("SELECT key, episode_id FROM kmmsproc.seen WHERE key = ANY(%s)", (keys,)).fetchall()
-        return {str(k): str(v) for k, v in rows}
+    def get(self, keys: list[str]) -> dict[str, tuple[str, str]]:
+        rows = self.conn.execute("SELECT key, episode_id, coalesce(scope, '') FROM kmmsproc.seen WHERE key = ANY(%s)",
+                                 (keys,)).fetchall()  # fmt: skip
+        return {str(k): (str(v), str(s)) for k, v, s in rows}
 
-    def put(self, items: Mapping[str, str]) -> None:
+    def put(self, items: Mapping[str, tuple[str, str]]) -> None:
         with self.conn.cursor() as cur:
-            cur.executemany("INSERT INTO kmmsproc.seen VALUES (%s, %s) ON CONFLICT DO NOTHING", list(items.items()))
+            cur.executemany("INSERT INTO kmmsproc.seen (key, episode_id, scope) VALUES (%s, %s, %s) "
+                            "ON CONFLICT DO NOTHING", [(k, e, s) for k, (e, s) in items.items()])  # fmt: skip
+
+    def erased(self, scopes: list[str]) -> dict[str, int]:
+        rows = self.conn.execute("SELECT scope, erased_at FROM kmmsproc.erasures WHERE scope = ANY(%s)",
+                                 (scopes,)).fetchall()  # fmt: skip
+        return {str(s): int(str(a)) for s, a in rows}
+
+    def erase(self, scope: str, at: int) -> None:
+        self.conn.execute("DELETE FROM kmmsproc.seen WHERE scope = %s", (scope,))
+        self.conn.execute(
+            "INSERT INTO kmmsproc.erasures VALUES (%s, %s) ON CONFLICT (scope) DO UPDATE "
+            "SET erased_at = greatest(kmmsproc.erasures.erased_at, excluded.erased_at)",
+            (scope, at),
+        )
 
 
 class KmmsProcessor:
@@ -86,43 +124,55 @@ class KmmsProcessor:
         self.store: SeenStore = store or InMemorySeen()
 
     def input_topics(self) -> list[str]:
-        return [self.names.accepted("episode")]
+        return [self.names.accepted("episode"), self.names.accepted("erasure")]
 
     def open(self, conn: Conn) -> None:
         self.store = PostgresSeen(conn)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
+        # Log time orders the two topics: an erasure takes what was logged before it, never what comes after.
         ordered = sorted(records, key=lambda r: (r.log_time(), r.topic, r.partition, r.offset))
         decoded = []
         for rec in ordered:
             env = decode_envelope(rec.value or b"")
-            if not isinstance(env.payload, EpisodePayload):
+            if not isinstance(env.payload, EpisodePayload | ErasurePayload):
                 raise ValueError(f"kmms cannot take a {env.type} envelope")
             decoded.append((rec, env, env.payload))
-        keys = [f"id:{env.tenant}/{p.episode_id}" for _, env, p in decoded]
-        judged = []
+        scopes = sorted({MemoryScope(env.tenant, env.claw_id, p.user_id).key for _, env, p in decoded})
+        watermarks = self.store.erased(scopes)
+        keys = [f"id:{env.tenant}/{p.episode_id}" for _, env, p in decoded if isinstance(p, EpisodePayload)]
+        judged: list[tuple[LogRecord, Envelope, EpisodePayload, MemoryScope, StoredEpisode | EpisodeRefusal]] = []
         for rec, env, p in decoded:
-            scope = MemoryScope(env.tenant, env.claw_id, p.user_id)
-            verdict = judge(scope, p, self.policies.get(env.tenant, "redact"))
-            judged.append((rec, env, p, scope, verdict))
-            if not isinstance(verdict, EpisodeRefusal):
-                keys.append(f"hash:{verdict.content_hash}")
+            if isinstance(p, EpisodePayload):
+                scope = MemoryScope(env.tenant, env.claw_id, p.user_id)
+                verdict = judge(scope, p, self.policies.get(env.tenant, "redact"))
+                judged.append((rec, env, p, scope, verdict))
+                if not isinstance(verdict, EpisodeRefusal):
+                    keys.append(f"hash:{verdict.content_hash}")
         seen = self.store.get(keys)
-        fresh: dict[str, str] = {}
+        fresh: dict[str, tuple[str, str]] = {}
         outs: list[OutRecord] = []
-        for rec, env, p, scope, verdict in judged:
+        verdicts = iter(judged)
+        for rec, env, p in decoded:
+            if isinstance(p, ErasurePayload):
+                outs.append(self._erase(rec, env, p, watermarks, seen, fresh))
+                continue
+            _, _, _, scope, verdict = next(verdicts)
             if isinstance(verdict, EpisodeRefusal):
                 outs.append(self._rejected(rec, verdict.code, verdict.detail))
+                continue
+            if rec.log_time() <= watermarks.get(scope.key, -1):  # sent before the erasure, read after it
+                outs.append(self._rejected(rec, "MEMORY_ERASED", "the memory was erased after this episode was sent"))
                 continue
             id_key, hash_key = f"id:{env.tenant}/{p.episode_id}", f"hash:{verdict.content_hash}"
             if id_key in seen or id_key in fresh:
                 outs.append(self._rejected(rec, "DUPLICATE_EPISODE", f"episode {p.episode_id} exists"))
                 continue
-            first = seen.get(hash_key) or fresh.get(hash_key)
+            first = (seen.get(hash_key) or fresh.get(hash_key) or (None, ""))[0]
             if first is not None:
                 outs.append(self._rejected(rec, "DUPLICATE_CONTENT", f"the same content is episode {first}"))
                 continue
-            fresh[id_key] = fresh[hash_key] = p.episode_id
+            fresh[id_key] = fresh[hash_key] = (p.episode_id, scope.key)
             source = str(rec.position)
             episode = KmmsEpisode(episode_id=p.episode_id, session_id=p.session_id or p.episode_id,
                                   thread_id=p.thread_id, content_type=p.content_type, occurred_at=p.occurred_at,
@@ -136,6 +186,23 @@ class KmmsProcessor:
         if fresh:
             self.store.put(fresh)
         return outs
+
+    def _erase(self, rec: LogRecord, env: Envelope, p: ErasurePayload, watermarks: dict[str, int],
+               seen: dict[str, tuple[str, str]], fresh: dict[str, tuple[str, str]]) -> OutRecord:  # fmt: skip
+        """MEMORY_ERASED for the memory; its keys are forgotten, including this batch's, so the same
+        content can be told again, and episodes logged before now are refused from here on."""
+        scope = MemoryScope(env.tenant, env.claw_id, p.user_id)
+        self.store.erase(scope.key, rec.log_time())
+        for known in (seen, fresh):  # this batch's view of the memory's keys goes too
+            for k in [k for k, (_, s) in known.items() if s == scope.key]:
+                del known[k]
+        watermarks[scope.key] = max(rec.log_time(), watermarks.get(scope.key, -1))
+        source = str(rec.position)
+        ev = KmmsEvent(event_id=kmms_event_id(source, "erased"), kind="MEMORY_ERASED", tenant=env.tenant,
+                       claw_id=env.claw_id, scope=scope.user_id, at=rec.log_time(), source=source,
+                       trace_id=env.trace_id, node_id=p.erasure_id, related_id=env.event_id,
+                       detail=p.reason or None)  # fmt: skip
+        return kmms_out(self.names, ev)
 
     def _rejected(self, rec: LogRecord, code: str, detail: str) -> OutRecord:
         m = meta_of(rec.value) or RecordMeta()

@@ -92,6 +92,21 @@ class AddResult(_View):
     consistency_token: str
 
 
+class EraseResult(_View):
+    status: str  # ERASED | PENDING
+    event_id: str
+    erasure_id: str
+    erased_at: datetime | None = None
+    consistency_token: str
+
+
+class Erasure(_View):
+    erasure_id: str
+    user_id: str
+    reason: str | None = None
+    erased_at: datetime
+
+
 class MemoryError_(Exception):
     def __init__(self, status: int, code: str, detail: str) -> None:
         super().__init__(f"{status} {code}: {detail}")
@@ -118,7 +133,7 @@ def _ms_fields(data: Any) -> Any:
     return data
 
 
-_TIME_KEYS = {"occurredAt", "validFrom", "validUntil", "windowStart", "windowEnd"}
+_TIME_KEYS = {"occurredAt", "validFrom", "validUntil", "windowStart", "windowEnd", "erasedAt"}
 
 
 class MemoryClient:
@@ -181,6 +196,17 @@ class MemoryClient:
 
     def entities(self) -> list[dict[str, Any]]:
         return list(self._call("GET", "/api/v1/memory/entities", params={"user_id": self.user_id}))
+
+    def erase(self, reason: str = "", *, wait_ms: int = 5_000) -> EraseResult:
+        """Erase this memory (this user's, or the claw's own): everything told before now leaves search,
+        facts and the index; what is told afterwards starts a new memory."""
+        data = self._call("POST", "/api/v1/memory/erase", json={"userId": self.user_id, "reason": reason},
+                          params={"wait_ms": wait_ms})  # fmt: skip
+        return EraseResult.model_validate(_ms_fields(data))
+
+    def erasures(self) -> list[Erasure]:
+        data = self._call("GET", "/api/v1/memory/erasures", params={"user_id": self.user_id})
+        return [Erasure.model_validate(_ms_fields(e)) for e in data]
 
     def wait_indexed(self, episode_ids: Sequence[str], timeout_s: float = 60.0) -> None:
         """Block until every episode is searchable (stored and embedded); TimeoutError otherwise."""

@@ -14,7 +14,7 @@ from psycopg import sql
 from projections.caml_metrics_migration import caml_metrics_migration
 from projections.caml_migrations import caml_migration
 from projections.http_migrations import HTTP_MIGRATION_10
-from projections.kmms_migrations import kmms_migration
+from projections.kmms_migrations import kmms_erasure_migration, kmms_migration
 from projections.read_models import APP_ROLE
 from projections.read_models.audit import AuditProjection
 from projections.read_models.claws import ClawsProjection
@@ -127,6 +127,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (11, "caml", caml_migration),
     (12, "caml metrics", caml_metrics_migration),
     (13, "kmms", kmms_migration),
+    (14, "kmms erasure", kmms_erasure_migration),
 ]  # fmt: skip
 
 

@@ -25,10 +25,11 @@ from projections.gateway import EnvelopeIn, envelope_from_request
 from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
 from projections.http.limits import Clean
+from projections.kmms_erasures import ErasureRecord, erasures, wait_erasure
 from projections.kmms_search import Memory
 
 _STATUS = {"PII_REJECTED": 422, "DUPLICATE_CONTENT": 409, "DUPLICATE_EPISODE": 409, "DUPLICATE": 409,
-           "REPLAYED": 409, "CLAW_SUSPENDED": 403}  # fmt: skip
+           "REPLAYED": 409, "CLAW_SUSPENDED": 403, "MEMORY_ERASED": 409}  # fmt: skip
 WAIT_DOC = "how long to wait for the verdict (ms, at most 30000); without one in time: 202 PENDING"
 
 
@@ -89,6 +90,22 @@ class SearchIn(Body):
 class AskOut(Body):
     answer: str | None  # the hedging prefix and the answering hit's text; None when abstaining
     result: q.SearchResult
+
+
+class EraseIn(Body):
+    user_id: LabelStr = Field(default="", description="whose memory: '' = the claw's own")
+    reason: Annotated[str, Field(max_length=1_024), Clean] = Field(
+        default="", description="kept with the erasure record: no personal data")  # fmt: skip
+    erasure_id: IdStr | None = None
+    idempotency_key: IdStr | None = None
+
+
+class EraseOut(Body):
+    status: Literal["ERASED", "PENDING"]
+    event_id: str
+    erasure_id: str
+    erased_at: int | None = None  # ms since the epoch
+    consistency_token: str
 
 
 class IndexedIn(Body):
@@ -186,9 +203,46 @@ def router(ctx: Ctx) -> APIRouter:
         text = top.fact_value if top.layer == 2 and top.fact_value else strip_roles(top.text)
         return AskOut(answer=f"{res.hedging_prefix} {text}" if res.hedging_prefix else text, result=res)
 
+    @r.post("/api/v1/memory/erase", response_model=EraseOut, response_model_by_alias=True,
+            responses={202: {"description": "published; not applied within wait_ms"},
+                       **error_responses(400, 401, 403, 409, 422, 503)})  # fmt: skip
+    async def erase(who: Who, body: EraseIn, response: Response, wait_ms: Wait = 5_000) -> EraseOut:
+        """Erase a memory (a user's, or the claw's own): every episode, unit, fact, summary, vector and
+        index term logged before the request leaves the read models; an episode sent before it and read
+        after it is refused MEMORY_ERASED. The log's copy is handled as docs/kmms.md says."""
+        memory(who, body.user_id)
+        erasure_id = body.erasure_id or f"er-{uuid.uuid4()}"
+        payload = {"erasureId": erasure_id, "about": f"memory:{who.claw_id}/{body.user_id}",
+                   "userId": body.user_id, "reason": body.reason}  # fmt: skip
+        env = envelope_from_request(EnvelopeIn(type="erasure", payload=payload, idempotency_key=body.idempotency_key),
+                                    who, deps.tenants)  # fmt: skip
+        try:
+            pos = await run_in_threadpool(deps.publisher.publish, env)
+        except Exception as exc:
+            raise ApiError(503, "PUBLISH_FAILED", f"Kafka did not take the write: {exc}") from exc
+        ctx.writes.labels("erasure").inc()
+        out = EraseOut(status="PENDING", event_id=env.event_id, erasure_id=erasure_id, consistency_token=str(pos))
+        found = await wait_erasure(ctx.pool, who.tenant, env.event_id, wait_ms / 1000) if wait_ms else None
+        if found is None:
+            response.status_code = 202
+            return out
+        if found.outcome != "ERASED":
+            code = found.reason_code or "REFUSED"
+            raise ApiError(_STATUS.get(code, 422), code, found.detail or f"refused: {code}")
+        return out.model_copy(update={"status": "ERASED", "erased_at": found.erased_at})
+
+    @r.get("/api/v1/memory/erasures", response_model=list[ErasureRecord], response_model_by_alias=True,
+           responses=error_responses(400, 401, 403, 422))  # fmt: skip
+    async def erasure_list(
+        who: Who, user_id: Annotated[str, Query(max_length=MAX_LABEL), Clean] = ""
+    ) -> list[ErasureRecord]:
+        """The memory's erasures, oldest first (id, reason, when)."""
+        return await erasures(ctx.pool, memory(who, user_id))
+
     @r.post("/api/v1/memory/indexed", response_model=list[str], responses=error_responses(400, 401, 403, 422))
     async def indexed(who: Who, body: IndexedIn) -> list[str]:
-        """Which of these episodes are searchable yet (stored and every unit embedded)."""
+        """Which of these episodes are searchable yet: stored, and every unit and every node consolidated
+        from them so far embedded."""
         model = deps.embedder.model_id if deps.embedder is not None else ""
         return await q.indexed(ctx.pool, memory(who, body.user_id), body.episode_ids, model)
 

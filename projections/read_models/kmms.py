@@ -8,15 +8,23 @@ Tables (schema ``kmms``), every row tenant-scoped by row-level security:
 - ``kmms_l0``: the availability index (entities and topics per memory: an O(1) primary-key probe);
 - ``kmms_vectors``: one vector per (unit or node, model), ``kind`` unit or node; one partial HNSW index per model
   (m=16, ef_construction=64), so two models' vectors never share an index;
-- ``kmms_contradictions``: every contradiction with its class and resolution.
+- ``kmms_contradictions``: every contradiction with its class and resolution;
+- ``kmms_erasures``: every erasure of a memory (``MEMORY_ERASED``): the rows above of that memory are deleted,
+  and any later-folded event caused before the erasure (an episode's enrichment, a summary, a vector still in
+  flight) is skipped: by its ``at`` (its episode's log time) against the erasure's, and for a vector, by its
+  cause's offset on ``hivemem.kmms.events`` against the erasure's (one memory, one partition).
 Folds are keyed by ids from the log, so a replay rebuilds the same rows.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import psycopg
 
 from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms
+from contracts.positions import LogPosition, PositionError
 from contracts.topics import TopicNames
 from governance.kmms.phrasing import fact_terms
 from governance.kmms.units import units_of
@@ -32,6 +40,25 @@ _NODE = ("tenant, claw_id, scope, node_id, layer, entity, topic, time_window, co
          "valid_from, event_time, fact_key, fact_value, fact_type, confidence, context, source_ids, model, logged_at, "
          "last_verified, cues")  # fmt: skip
 TABLES = ("kmms_episodes", "kmms_units", "kmms_nodes", "kmms_l0", "kmms_vectors", "kmms_contradictions")
+ERASED = (*TABLES, "kmms_erasures")  # the erasures table came with migration 14
+Who = tuple[str, str, str]  # tenant, claw, scope: one memory
+
+
+@dataclass(frozen=True)
+class ErasureMark:
+    at: int  # the erasure's log time
+    partition: int  # its place on hivemem.kmms.events
+    offset: int
+
+    def covers_event(self, ev: KmmsEvent) -> bool:
+        return ev.at <= self.at
+
+    def covers_vector(self, e: KmmsEmbedding) -> bool:
+        try:
+            cause = LogPosition.parse(e.source)
+        except PositionError:
+            return False
+        return cause.partition == self.partition and cause.offset < self.offset
 
 
 def index_name(model: str) -> str:
@@ -51,6 +78,8 @@ class KmmsProjection:
         DigestTable("kmms_vectors", "unit_id, model, embedding::text", "unit_id, model"),
         DigestTable("kmms_contradictions", "tenant, event_id, old_node, new_node, class, resolution, at",
                     "tenant, event_id"),
+        DigestTable("kmms_erasures", "tenant, claw_id, scope, event_id, erasure_id, envelope_event_id, reason, "
+                    "erased_at, log_partition, log_offset", "tenant, event_id"),
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -110,14 +139,62 @@ class KmmsProjection:
                 old_node text NOT NULL, new_node text NOT NULL, class text NOT NULL, resolution text NOT NULL,
                 at bigint NOT NULL, PRIMARY KEY (tenant, event_id))""",
             *[x for t in TABLES for x in tenant_table(s, t)],
+            *self.erasures_ddl(s),
+        ]
+
+    @staticmethod
+    def erasures_ddl(schema: str) -> list[str]:
+        # Idempotent: migration 14 adds it to databases made before erasure existed.
+        return [
+            f"""CREATE TABLE IF NOT EXISTS {schema}.kmms_erasures (
+                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, event_id text NOT NULL,
+                erasure_id text NOT NULL, envelope_event_id text, reason text, erased_at bigint NOT NULL,
+                log_partition int NOT NULL, log_offset bigint NOT NULL, PRIMARY KEY (tenant, event_id))""",
+            f"CREATE INDEX IF NOT EXISTS kmms_erasures_scope ON {schema}.kmms_erasures (tenant, claw_id, scope)",
+            f"CREATE INDEX IF NOT EXISTS kmms_erasures_event ON {schema}.kmms_erasures (tenant, envelope_event_id)",
+            f"DROP POLICY IF EXISTS tenant_isolation ON {schema}.kmms_erasures",
+            *tenant_table(schema, "kmms_erasures"),
         ]
 
     def fold(self, cur: Cur, schema: str, records: list[LogRecord]) -> None:
-        for rec in records:
-            if rec.topic.endswith("kmms.embeddings"):
-                self._embedding(cur, schema, decode_kmms(rec.value or b"", KmmsEmbedding))
-            else:
-                self._event(cur, schema, decode_kmms(rec.value or b"", KmmsEvent))
+        decoded: list[tuple[LogRecord, KmmsEvent | KmmsEmbedding]] = [(rec, _decode(rec)) for rec in records]
+        marks = self._marks(cur, schema, {(x.tenant, x.claw_id, x.scope) for _, x in decoded})
+        for rec, x in decoded:
+            mark = marks.get((x.tenant, x.claw_id, x.scope))
+            if isinstance(x, KmmsEmbedding):
+                if mark is None or not mark.covers_vector(x):
+                    self._embedding(cur, schema, x)
+            elif x.kind == "MEMORY_ERASED":
+                marks[(x.tenant, x.claw_id, x.scope)] = self._erase(cur, schema, x, rec)
+            elif mark is None or not mark.covers_event(x):
+                self._event(cur, schema, x)
+
+    @staticmethod
+    def _marks(cur: Cur, s: str, memories: set[Who]) -> dict[Who, ErasureMark]:
+        """The last erasure of each memory in the batch (one query per batch, not per record)."""
+        if not memories:
+            return {}
+        t, c, sc = (list(col) for col in zip(*sorted(memories), strict=True))
+        cur.execute(
+            f"SELECT DISTINCT ON (tenant, claw_id, scope) tenant, claw_id, scope, erased_at, log_partition, "
+            f"log_offset FROM {s}.kmms_erasures WHERE (tenant, claw_id, scope) IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[])) "
+            "ORDER BY tenant, claw_id, scope, log_offset DESC",
+            (t, c, sc),
+        )
+        rows: list[Any] = cur.fetchall()
+        return {(r[0], r[1], r[2]): ErasureMark(int(r[3]), int(r[4]), int(r[5])) for r in rows}
+
+    @staticmethod
+    def _erase(cur: Cur, s: str, ev: KmmsEvent, rec: LogRecord) -> ErasureMark:
+        who = (ev.tenant, ev.claw_id, ev.scope)
+        for table in TABLES:
+            cur.execute(f"DELETE FROM {s}.{table} WHERE tenant = %s AND claw_id = %s AND scope = %s", who)
+        cur.execute(
+            f"INSERT INTO {s}.kmms_erasures VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            (*who, ev.event_id, ev.node_id or "", ev.related_id, ev.detail, ev.at, rec.partition, rec.offset),
+        )
+        return ErasureMark(ev.at, rec.partition, rec.offset)
 
     def _event(self, cur: Cur, s: str, ev: KmmsEvent) -> None:
         who = (ev.tenant, ev.claw_id, ev.scope)
@@ -206,6 +283,12 @@ class KmmsProjection:
                 "[" + ",".join(repr(float(x)) for x in e.vector) + "]",
             ),
         )
+
+
+def _decode(rec: LogRecord) -> KmmsEvent | KmmsEmbedding:
+    if rec.topic.endswith("kmms.embeddings"):
+        return decode_kmms(rec.value or b"", KmmsEmbedding)
+    return decode_kmms(rec.value or b"", KmmsEvent)
 
 
 def _literal(text: str) -> str:

@@ -66,3 +66,38 @@ def test_same_batch_duplicates_and_replay_give_the_same_bytes() -> None:
         runs.append(d.processor.process(batch, 9_999))
     assert verdicts(runs[0]) == ["EPISODE_STORED", "DUPLICATE_CONTENT", "EPISODE_STORED"]
     assert [o.value for o in runs[0]] == [o.value for o in runs[1]]  # deterministic ids and bytes
+
+
+ERASE = NAMES.accepted("erasure")
+
+
+def erasure(user: str = "u1", reason: str = "user asked") -> bytes:
+    payload = {"erasureId": f"er-{user}", "about": "memory", "userId": user, "reason": reason}
+    return encode_envelope(offline_client("acme", "claw-1").build("erasure", payload))
+
+
+def test_erasure_forgets_the_memory_and_refuses_what_was_sent_before_it() -> None:
+    d = KmmsDriver(NAMES, {})
+    assert verdicts(d.pipe(TOPIC, episode("e1", "I live in Lisbon."), 1_000)) == ["EPISODE_STORED"]
+    assert verdicts(d.pipe(TOPIC, episode("o1", "I live in Lisbon.", user="u2"), 1_001)) == ["EPISODE_STORED"]
+    out = d.pipe(ERASE, erasure("u1"), 2_000)
+    ev = decode_kmms(out[0].value, KmmsEvent)
+    assert (ev.kind, ev.scope, ev.at, ev.node_id, ev.detail) == ("MEMORY_ERASED", "u1", 2_000, "er-u1", "user asked")
+    assert out[0].key == b"acme/claw-1/u1"  # the memory's own key: one partition orders it with its episodes
+    # Sent before the erasure, read after it (another topic): refused, never stored into the new memory.
+    assert verdicts(d.pipe(TOPIC, episode("e2", "I work at Acme."), 1_500)) == ["MEMORY_ERASED"]
+    # Told again after it: a fresh memory, the same content and even the same episode id are welcome.
+    assert verdicts(d.pipe(TOPIC, episode("e1", "I live in Lisbon."), 2_001)) == ["EPISODE_STORED"]
+    # The other user's memory is untouched: its content is still a duplicate there.
+    assert verdicts(d.pipe(TOPIC, episode("o2", "I live in Lisbon.", user="u2"), 2_002)) == ["DUPLICATE_CONTENT"]
+
+
+def test_erasure_in_a_batch_takes_only_what_was_logged_before_it() -> None:
+    from streams.records import LogRecord
+
+    d = KmmsDriver(NAMES, {})
+    batch = [LogRecord(TOPIC, 0, 0, 1_000, None, episode("a", "first words")),
+             LogRecord(ERASE, 0, 0, 1_500, None, erasure("u1")),
+             LogRecord(TOPIC, 0, 1, 2_000, None, episode("b", "first words"))]  # fmt: skip
+    assert verdicts(d.processor.process(list(reversed(batch)), 9_999)) == [
+        "EPISODE_STORED", "MEMORY_ERASED", "EPISODE_STORED"]  # fmt: skip
