@@ -9,8 +9,10 @@ import uuid
 
 import pytest
 
+from hivemem.services import projections
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient, MemoryError_
+from projections.replay import rebuild
 from tests.conftest import wait_until
 from tests.integration.kmms_support import chat, memory
 from tests.integration.support import owner_db
@@ -74,6 +76,12 @@ def test_erase_removes_everything_told_before_and_only_that(stack: Stack) -> Non
             "AND episode_id <> %s", (claw, user, again.episode_id)).fetchone()  # fmt: skip
     assert stale == (0,)
     assert [h.session_id for h in mem.search("small flat near the river", k=5).hits if h.layer == 4] == ["s-again"]
+
+    # A replay of the log (episodes, erasure, vectors computed before it) rebuilds the same erased model.
+    s = stack.settings
+    result = rebuild(projections(s)["kmms"], s.require_kafka(), s.require_database(), s.topics)
+    assert result.equal and result.records > 0
+    assert _rows(stack, "mem-a", claw, user)["kmms_episodes"] == 1
 
 
 def test_erase_needs_a_claw_token_and_clean_input(stack: Stack) -> None:
