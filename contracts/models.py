@@ -164,6 +164,73 @@ class ErasurePayload(WireModel):
     reason: OptText = ""
 
 
+class KmpDimension(WireModel):
+    """A memory plane inside an about (session, agent, attempt, incident_phase...): its identity is
+    ``about:<about>:dimension:<id>``, so two abouts' ``session:1`` never mix."""
+
+    id: Id
+    kind: Label
+    title: Label = ""
+
+
+class KmpCoordinate(WireModel):
+    """Where an entry sits in one dimension, with its order there."""
+
+    dimension: Id
+    sequence: Long = 0
+
+
+class KmpEntry(WireModel):
+    id: Id
+    kind: Label  # objective, observation, hypothesis, decision, action, result, question, next_action, guardrail...
+    text: Text
+    occurred_at: Long  # when it happened, as the writer says (time navigation); known-at is the log's time
+    coordinates: list[KmpCoordinate] = Field(default_factory=list, max_length=MAX_ITEMS)
+    valid_from: Long | None = None
+    valid_until: Long | None = None
+    metadata: dict[Id, Label] = Field(default_factory=dict, max_length=MAX_ITEMS)
+
+
+class KmpRelation(WireModel):
+    """Why two memory items connect, as the writer states it; the kernel grades it, never infers it."""
+
+    source_ref: Id
+    target_ref: Id
+    rel: Label
+    semantic_class: Label
+    why: OptText = ""
+    evidence_refs: list[Id] = Field(default_factory=list, max_length=MAX_ITEMS)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class KmpEvidence(WireModel):
+    id: Id
+    text: Text
+    supports: list[Id] = Field(default_factory=list, max_length=MAX_ITEMS)
+    source: Label = ""
+
+
+class KmpProvenance(WireModel):
+    source_kind: Literal["HUMAN", "AGENT", "PROJECTION", "DERIVED"] = "AGENT"
+    source_agent: Label = ""
+    correlation_id: Label = ""
+    causation_id: Label = ""
+
+
+class KmpIngestPayload(WireModel):
+    """KMP ingest (seed 001): structured memory for one about, written by a writer who decided its
+    meaning. ``context_refs`` are the refs the writer read before writing (relation quality)."""
+
+    ingest_id: Id
+    about: Id
+    dimensions: list[KmpDimension] = Field(default_factory=list, max_length=MAX_ITEMS)
+    entries: list[KmpEntry] = Field(default_factory=list, max_length=MAX_ITEMS)
+    relations: list[KmpRelation] = Field(default_factory=list, max_length=MAX_ITEMS)
+    evidence: list[KmpEvidence] = Field(default_factory=list, max_length=MAX_ITEMS)
+    provenance: KmpProvenance = Field(default_factory=KmpProvenance)
+    context_refs: list[Id] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+
 class TracePayload(WireModel):
     trace_record_id: Id
     about: Id
@@ -177,7 +244,7 @@ class TracePayload(WireModel):
 Payload = (
     ProposalPayload | VotePayload | DecisionPayload | FactPayload | PresencePayload
     | CapabilitiesPayload | ObservationPayload | ValidationPayload | EpisodePayload | TracePayload
-    | IdentityPayload | ErasurePayload
+    | IdentityPayload | ErasurePayload | KmpIngestPayload
 )  # fmt: skip
 
 PAYLOAD_MODELS: dict[str, type[WireModel]] = {
@@ -193,6 +260,7 @@ PAYLOAD_MODELS: dict[str, type[WireModel]] = {
     "trace": TracePayload,
     "identity": IdentityPayload,
     "erasure": ErasurePayload,
+    "kmp_ingest": KmpIngestPayload,
 }
 
 
@@ -207,7 +275,7 @@ def aggregate_id(envelope_type: str, payload: WireModel, claw_id: str) -> str:
         return f"fact:{payload.fact_key}"
     if isinstance(payload, ObservationPayload | ValidationPayload):
         return f"observation:{payload.observation_id}"
-    if isinstance(payload, EpisodePayload | TracePayload | ErasurePayload):
+    if isinstance(payload, EpisodePayload | TracePayload | ErasurePayload | KmpIngestPayload):
         return f"about:{payload.about}"
     return f"claw:{claw_id}"  # presence, capabilities, identity
 

@@ -18,13 +18,14 @@ EnvelopeType = Literal[
     "trace",
     "identity",
     "erasure",
+    "kmp_ingest",
 ]
 ENVELOPE_TYPES: tuple[str, ...] = get_args(EnvelopeType)
 
 # Claws publish these; processors publish decision and fact (and rejected).
 CLAW_PUBLISHED: frozenset[str] = frozenset(
     {"proposal", "vote", "presence", "capabilities", "observation", "validation", "episode", "trace", "identity"}
-    | {"erasure"}
+    | {"erasure", "kmp_ingest"}
 )
 # Seed 004, control 5: blocked when governance is disabled for the tenant.
 GOVERNED_TYPES: frozenset[str] = frozenset({"proposal", "vote", "decision", "fact"})
@@ -91,6 +92,11 @@ class TopicNames:
     def kmms_topics(self) -> list[str]:
         return [self.kmms_events, self.kmms_embeddings]
 
+    # KMP's internal topic (contracts/kmp_records.py): graded ingests, written by the kmp processor.
+    @property
+    def kmp_events(self) -> str:
+        return f"{self.prefix}kmp.events"
+
     def gate_inputs(self) -> list[str]:
         return [self.inbound(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
 
@@ -98,7 +104,7 @@ class TopicNames:
         names = [self.inbound(t) for t in ENVELOPE_TYPES]
         names += [self.accepted(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
         names.append(self.rejected)
-        return names + self.caml_topics() + self.kmms_topics()
+        return names + self.caml_topics() + self.kmms_topics() + [self.kmp_events]
 
     def type_of(self, topic: str) -> str | None:
         """The envelope type a topic carries (inbound or accepted), or None."""

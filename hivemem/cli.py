@@ -104,8 +104,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from bench.memory import main as memory_bench
 
         return memory_bench(rest)
+    if which == "kmp":
+        from bench.kmp import main as kmp_bench
+
+        return kmp_bench(rest)
     if which != "pipeline":
-        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline, governance, caml or memory")
+        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline, governance, caml, memory or kmp")
         return 2
     from bench.pipeline import main as pipeline_bench
 
@@ -136,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     audit.add_argument("action", choices=["roots", "verify"], help="roots: publish a day's roots; verify: check all")
     audit.add_argument("--day", default=None, help="YYYY-MM-DD (UTC); roots: default yesterday; verify: default all")
     audit.set_defaults(func=cmd_audit)
-    bench = sub.add_parser("bench", help="benchmarks: hivemem bench pipeline|governance|caml [options]")
+    bench = sub.add_parser("bench", help="benchmarks: hivemem bench pipeline|governance|caml|memory|kmp [options]")
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)

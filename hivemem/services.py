@@ -1,5 +1,5 @@
 """Long-running services, each its own process:
-``python -m hivemem.services gate|governance|caml|kmms|projectors [NAME...]|api``.
+``python -m hivemem.services gate|governance|caml|kmms|kmp|projectors [NAME...]|api``.
 
 They read ``HIVEMEM_KAFKA_BOOTSTRAP`` and ``HIVEMEM_DATABASE_URL``; ``hivemem up`` sets both.
 Every processor runs on the one stream runtime (``streams.runtime``). A service stops within
@@ -24,6 +24,7 @@ from projections.read_models.caml import CamlProjection
 from projections.read_models.claws import ClawsProjection
 from projections.read_models.governance import GovernanceProjection
 from projections.read_models.kmms import KmmsProjection
+from projections.read_models.kmp import KmpProjection
 from streams.kafka import TP
 from streams.processor import Processor
 from streams.runtime import StreamRuntime
@@ -37,11 +38,13 @@ PROCESSORS = [
     "kmms-processor",
     "kmms-enricher",
     "kmms-consolidator",
+    "kmp-processor",
     "claws",
     "audit",
     "governance",
     "caml",
     "kmms",
+    "kmp",
 ]
 log = logging.getLogger("hivemem.services")
 
@@ -55,6 +58,7 @@ def projections(settings: Settings) -> dict[str, Projection]:
         "governance": GovernanceProjection(output_verifier=verifier),
         "caml": CamlProjection(),
         "kmms": KmmsProjection(),
+        "kmp": KmpProjection(),
     }
 
 
@@ -228,12 +232,16 @@ def main(argv: list[str]) -> None:
         run_processors(settings, caml_processors(settings), [daily_roots])
     elif which == "kmms":
         run_processors(settings, kmms_processors(settings))
+    elif which == "kmp":
+        from processors.kmp_core import KmpProcessor
+
+        run_processors(settings, [KmpProcessor(settings.topics)])
     elif which == "projectors":
         run_processors(settings, projection_processors(settings, argv[1:] or None))
     elif which == "api":
         run_api(settings)
     else:
-        raise SystemExit("usage: python -m hivemem.services gate|governance|caml|kmms|projectors [NAME...]|api")
+        raise SystemExit("usage: python -m hivemem.services gate|governance|caml|kmms|kmp|projectors [NAME...]|api")
 
 
 if __name__ == "__main__":

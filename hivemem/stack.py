@@ -23,6 +23,7 @@ SERVICES = {
     "governance": ["governance"],
     "caml": ["caml"],
     "kmms": ["kmms"],
+    "kmp": ["kmp"],
     "projectors": ["projectors"],
     "api": ["api"],
 }

@@ -15,6 +15,7 @@ from projections.caml_metrics_migration import caml_metrics_migration
 from projections.caml_migrations import caml_migration
 from projections.http_migrations import HTTP_MIGRATION_10
 from projections.kmms_migrations import kmms_erasure_migration, kmms_migration
+from projections.kmp_migrations import kmp_migration
 from projections.read_models import APP_ROLE
 from projections.read_models.audit import AuditProjection
 from projections.read_models.claws import ClawsProjection
@@ -128,6 +129,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (12, "caml metrics", caml_metrics_migration),
     (13, "kmms", kmms_migration),
     (14, "kmms erasure", kmms_erasure_migration),
+    (15, "kmp", kmp_migration),
 ]  # fmt: skip
 
 

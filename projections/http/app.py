@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request, Response
 
-from projections.http import caml, claws, envelopes, governance, health, memory
+from projections.http import caml, claws, envelopes, governance, health, kmp, memory
 from projections.http.context import ApiDeps, Ctx
 from projections.http.errors import install_error_handlers
 from projections.http.limits import MAX_BODY_BYTES, BodyLimit
@@ -45,7 +45,7 @@ def create_app(deps: ApiDeps) -> FastAPI:
 
     # Outermost (added last): an oversized body is refused before anything reads it.
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
-    for area in (health, envelopes, claws, governance, caml, memory):
+    for area in (health, envelopes, claws, governance, caml, memory, kmp):
         app.include_router(area.router(ctx))
     _exact_bounds(app)
     return app

@@ -141,7 +141,7 @@ def test_tokens_of_unconfigured_tenants_are_refused_on_every_route(stack: Stack)
                     kw["json"] = {"type": "presence", "payload": {}}
                 _error(h.request(method, url, **kw), 403, "UNKNOWN_TENANT")
                 checked += 1
-        assert checked == 22  # every authenticated route: envelopes, claws, governance, CAML, KMMS (erase too)
+        assert checked == 33  # every authenticated route: envelopes, claws, governance, CAML, KMMS, KMP
 
 
 def test_unknown_schema_versions_are_refused(stack: Stack) -> None:
@@ -232,6 +232,9 @@ SCHEMATHESIS_CONFIG = """
 # or idempotencyKey already taken, 429 once the operator's quota is spent.
 [checks.positive_data_acceptance]
 expected-statuses = ["2xx", "401", "403", "404", "409", "422", "429"]
+# A body over the 1 MiB cap is refused 413 before anyone reads it, invalid or not.
+[checks.negative_data_rejection]
+expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]
 """
 
 
@@ -246,5 +249,5 @@ def test_openapi_matches_the_server_schemathesis_all_checks(stack: Stack, tmp_pa
            "--checks", "all", "--header", f"Authorization: Bearer {token}", "--max-examples", "200", "--seed", "4",
            "--generation-database", "none", "--request-timeout", "30", "--workers", "1",
            "--report", "junit", "--report-dir", str(tmp_path)]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-20_000:] + done.stderr[-5_000:]

@@ -164,6 +164,8 @@ def test_a_database_blip_stops_the_loop_and_it_resumes_without_loss(stack: Stack
                          "WHERE datname = current_database() AND pid <> pg_backend_pid()")  # fmt: skip
 
     try:
+        # Connected first: a blip before the first connection would not be a blip the loop survives.
+        wait_until(lambda: folder.opened >= 1, what="the folder connected")
         _produce(stack, topic, [f"v{i}".encode() for i in range(1500)], during=blip)
         wait_until(lambda: _processed(stack, name) == 1500, timeout=120, what="1500 records processed")
         wait_until(lambda: len(_read_all(stack, out)) >= 1500, what="1500 outputs")

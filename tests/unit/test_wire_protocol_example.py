@@ -120,7 +120,7 @@ def test_message_key_topic_partition_and_the_gate_accepts_it() -> None:
 
 def test_fingerprint_table_lists_every_envelope_schema_version() -> None:
     table = DOC.read_text().split("<!-- wire-fingerprints -->", 1)[1].split("\n\n", 1)[0]
-    rows = re.findall(r"^\| `([a-z]+)` \| (\d+) \| `contracts/schemas/\1/v\2\.avsc` \| `([0-9a-f]{16})` \|$", table,
+    rows = re.findall(r"^\| `([a-z_]+)` \| (\d+) \| `contracts/schemas/\1/v\2\.avsc` \| `([0-9a-f]{16})` \|$", table,
                       re.M)  # fmt: skip
     listed = {(family, int(version)): fp for family, version, fp in rows}
     reg = registry()

@@ -1,0 +1,142 @@
+"""The kmp processor: accepted ``kmp_ingest`` envelopes in; graded ingests (``INGESTED`` on
+``hivemem.kmp.events``) or refusals out (rules: ``governance/kmp/ingest.py``).
+
+One verdict per ingest. Its state is the set of refs (entry and evidence ids) and dimensions each
+about holds (``kmpproc.refs``), written in the batch's transaction, so a relation's target is
+judged against exactly what was logged before it. All of an about's writes share one partition
+(key ``<tenant>/about:<about>``), which keeps that order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from typing import Protocol
+
+from contracts.avro import decode_envelope, encode_rejection
+from contracts.kmp_records import KmpEvent, KmpGrade, encode_kmp
+from contracts.models import KmpIngestPayload, Rejection
+from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from governance.gate import RecordMeta, derived_event_id
+from governance.kmp.ingest import IngestRefusal, KnownRefs, judge
+from processors.gate_core import meta_of
+from streams.offsets import Conn
+from streams.processor import PROCESSING_ERROR, Failure
+from streams.records import LogRecord, OutRecord
+
+NAME = "kmp-processor"
+STAGE = "kmp"
+_NS = uuid.UUID("0b6c7a52-93a4-4f0e-8d0c-4d1f5e2a7c31")
+About = tuple[str, str]  # tenant, about
+
+
+class RefStore(Protocol):
+    """Per about: its refs (entries, evidence) and its dimensions."""
+
+    def known(self, about: About) -> KnownRefs: ...
+
+    def add(self, about: About, refs: Sequence[str], dimensions: Sequence[str]) -> None: ...
+
+
+class InMemoryRefs:
+    def __init__(self) -> None:
+        self.refs: dict[About, set[str]] = {}
+        self.dims: dict[About, set[str]] = {}
+
+    def known(self, about: About) -> KnownRefs:
+        return KnownRefs(frozenset(self.refs.get(about, ())), frozenset(self.dims.get(about, ())))
+
+    def add(self, about: About, refs: Sequence[str], dimensions: Sequence[str]) -> None:
+        self.refs.setdefault(about, set()).update(refs)
+        self.dims.setdefault(about, set()).update(dimensions)
+
+
+class PostgresRefs:
+    def __init__(self, conn: Conn) -> None:
+        self.conn = conn
+
+    def known(self, about: About) -> KnownRefs:
+        rows = self.conn.execute("SELECT kind, ref FROM kmpproc.refs WHERE tenant = %s AND about = %s",
+                                 about).fetchall()  # fmt: skip
+        return KnownRefs(frozenset(str(r) for k, r in rows if k == "ref"),
+                         frozenset(str(r) for k, r in rows if k == "dimension"))  # fmt: skip
+
+    def add(self, about: About, refs: Sequence[str], dimensions: Sequence[str]) -> None:
+        rows = [(*about, "ref", r) for r in refs] + [(*about, "dimension", d) for d in dimensions]
+        with self.conn.cursor() as cur:
+            cur.executemany("INSERT INTO kmpproc.refs (tenant, about, kind, ref) VALUES (%s, %s, %s, %s) "
+                            "ON CONFLICT DO NOTHING", rows)  # fmt: skip
+
+
+def kmp_event_id(source: str) -> str:
+    return str(uuid.uuid5(_NS, source))
+
+
+class KmpProcessor:
+    name = NAME
+
+    def __init__(self, names: TopicNames, store: RefStore | None = None) -> None:
+        self.names = names
+        self.store: RefStore = store or InMemoryRefs()
+
+    def input_topics(self) -> list[str]:
+        return [self.names.accepted("kmp_ingest")]
+
+    def open(self, conn: Conn) -> None:
+        self.store = PostgresRefs(conn)
+
+    def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
+        outs: list[OutRecord] = []
+        # Refs added earlier in this batch count: the store is written per record, in the transaction.
+        for rec in records:
+            env = decode_envelope(rec.value or b"")
+            p = env.payload
+            if not isinstance(p, KmpIngestPayload):
+                raise ValueError(f"kmp cannot take a {env.type} envelope")
+            about = (env.tenant, p.about)
+            verdict = judge(p, self.store.known(about))
+            if isinstance(verdict, IngestRefusal):
+                outs.append(self._rejected(rec, verdict.code, verdict.detail))
+                continue
+            self.store.add(about, verdict.new_refs, verdict.new_dimensions)
+            source = str(rec.position)
+            ev = KmpEvent(event_id=kmp_event_id(source), tenant=env.tenant, claw_id=env.claw_id, about=p.about,
+                          at=rec.log_time(), source=source, trace_id=env.trace_id, envelope_event_id=env.event_id,
+                          ingest=p, grades=[KmpGrade(quality=g.quality, reason=g.reason)  # type: ignore[arg-type]
+                                            for g in verdict.grades],
+                          context_seen=verdict.context_seen)  # fmt: skip
+            key = f"{env.tenant}/about:{p.about}".encode()
+            outs.append(OutRecord(self.names.kmp_events, zlib.crc32(key) % DEFAULT_PARTITIONS, key, encode_kmp(ev)))
+        return outs
+
+    def _rejected(self, rec: LogRecord, code: str, detail: str) -> OutRecord:
+        m = meta_of(rec.value) or RecordMeta()
+        value = rec.value or b""
+        rej = Rejection(event_id=derived_event_id(rec.position), reason_code=code, detail=detail[:1000],
+                        processor=STAGE, source_topic=rec.topic, source_partition=rec.partition,
+                        source_offset=rec.offset, log_time=rec.log_time(), tenant=m.tenant, type=m.type,
+                        trace_id=m.trace_id, claw_id=m.claw_id, instance_id=m.instance_id,
+                        idempotency_key=m.idempotency_key, envelope_event_id=m.event_id, original=b"",
+                        original_size=len(value), original_sha256=hashlib.sha256(value).hexdigest())  # fmt: skip
+        key = f"{m.tenant}/{m.type}:{m.event_id}".encode()
+        return OutRecord(self.names.rejected, rec.partition, key, encode_rejection(rej))
+
+    def refuse(self, failure: Failure) -> list[OutRecord]:
+        return [self._rejected(failure.record, PROCESSING_ERROR, failure.detail)]
+
+
+class KmpDriver:
+    """Run the kmp processor without a broker or a database; collect its outputs."""
+
+    def __init__(self, names: TopicNames) -> None:
+        self.processor = KmpProcessor(names, InMemoryRefs())
+        self._offsets: Counter[tuple[str, int]] = Counter()
+
+    def pipe(self, value: bytes, log_time: int, partition: int = 0) -> list[OutRecord]:
+        topic = self.processor.input_topics()[0]
+        off = self._offsets[(topic, partition)]
+        self._offsets[(topic, partition)] += 1
+        return self.processor.process([LogRecord(topic, partition, off, log_time, None, value)], log_time)
