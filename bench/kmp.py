@@ -94,7 +94,7 @@ def bulk_ingest(writers: list[ClawClient], abouts: int, entries: int, db: str, c
         for start in range(0, entries, PER_INGEST):
             for a in range(abouts):
                 about = f"case-{a:05d}"
-                w = writers[k % len(writers)]
+                w = writers[a % len(writers)]  # one writer per about: its ingests reach the partition in order
                 w.publish_envelope_async(w.build("kmp_ingest", ingest_payload(about, start, min(PER_INGEST,
                                                  entries - start), r)), lambda tok, err: None)  # fmt: skip
                 k += 1
