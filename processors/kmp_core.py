@@ -34,41 +34,45 @@ About = tuple[str, str]  # tenant, about
 
 
 class RefStore(Protocol):
-    """Per about: its refs (entries, evidence) and its dimensions."""
+    """Per about: its refs (entries, evidence, ingest ids) and its dimensions."""
 
-    def known(self, about: About) -> KnownRefs: ...
+    def known(self, abouts: Sequence[About]) -> dict[About, KnownRefs]: ...
 
-    def add(self, about: About, refs: Sequence[str], dimensions: Sequence[str]) -> None: ...
+    def add(self, rows: Sequence[tuple[About, str, str]]) -> None:
+        """(about, kind 'ref' or 'dimension', ref) rows."""
 
 
 class InMemoryRefs:
     def __init__(self) -> None:
-        self.refs: dict[About, set[str]] = {}
-        self.dims: dict[About, set[str]] = {}
+        self.rows: set[tuple[About, str, str]] = set()
 
-    def known(self, about: About) -> KnownRefs:
-        return KnownRefs(frozenset(self.refs.get(about, ())), frozenset(self.dims.get(about, ())))
+    def known(self, abouts: Sequence[About]) -> dict[About, KnownRefs]:
+        return {a: KnownRefs(frozenset(r for x, k, r in self.rows if x == a and k == "ref"),
+                             frozenset(r for x, k, r in self.rows if x == a and k == "dimension"))
+                for a in abouts}  # fmt: skip
 
-    def add(self, about: About, refs: Sequence[str], dimensions: Sequence[str]) -> None:
-        self.refs.setdefault(about, set()).update(refs)
-        self.dims.setdefault(about, set()).update(dimensions)
+    def add(self, rows: Sequence[tuple[About, str, str]]) -> None:
+        self.rows.update(rows)
 
 
 class PostgresRefs:
     def __init__(self, conn: Conn) -> None:
         self.conn = conn
 
-    def known(self, about: About) -> KnownRefs:
-        rows = self.conn.execute("SELECT kind, ref FROM kmpproc.refs WHERE tenant = %s AND about = %s",
-                                 about).fetchall()  # fmt: skip
-        return KnownRefs(frozenset(str(r) for k, r in rows if k == "ref"),
-                         frozenset(str(r) for k, r in rows if k == "dimension"))  # fmt: skip
+    def known(self, abouts: Sequence[About]) -> dict[About, KnownRefs]:
+        found: dict[About, tuple[set[str], set[str]]] = {a: (set(), set()) for a in abouts}
+        rows = self.conn.execute(
+            "SELECT tenant, about, kind, ref FROM kmpproc.refs WHERE (tenant, about) IN "
+            "(SELECT * FROM unnest(%s::text[], %s::text[]))", ([a[0] for a in abouts], [a[1] for a in abouts]),
+        ).fetchall()  # fmt: skip
+        for t, a, k, r in rows:
+            found[(str(t), str(a))][0 if k == "ref" else 1].add(str(r))
+        return {a: KnownRefs(frozenset(refs), frozenset(dims)) for a, (refs, dims) in found.items()}
 
-    def add(self, about: About, refs: Sequence[str], dimensions: Sequence[str]) -> None:
-        rows = [(*about, "ref", r) for r in refs] + [(*about, "dimension", d) for d in dimensions]
+    def add(self, rows: Sequence[tuple[About, str, str]]) -> None:
         with self.conn.cursor() as cur:
             cur.executemany("INSERT INTO kmpproc.refs (tenant, about, kind, ref) VALUES (%s, %s, %s, %s) "
-                            "ON CONFLICT DO NOTHING", rows)  # fmt: skip
+                            "ON CONFLICT DO NOTHING", [(*a, k, r) for a, k, r in rows])  # fmt: skip
 
 
 def kmp_event_id(source: str) -> str:
@@ -89,19 +93,27 @@ class KmpProcessor:
         self.store = PostgresRefs(conn)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
-        outs: list[OutRecord] = []
-        # Refs added earlier in this batch count: the store is written per record, in the transaction.
+        decoded = []
         for rec in records:
             env = decode_envelope(rec.value or b"")
-            p = env.payload
-            if not isinstance(p, KmpIngestPayload):
+            if not isinstance(env.payload, KmpIngestPayload):
                 raise ValueError(f"kmp cannot take a {env.type} envelope")
+            decoded.append((rec, env, env.payload))
+        # One read of the batch's abouts; refs accepted earlier in the batch count for the later records.
+        known = self.store.known(sorted({(env.tenant, p.about) for _, env, p in decoded}))
+        refs = {a: (set(k.refs), set(k.dimensions)) for a, k in known.items()}
+        added: list[tuple[About, str, str]] = []
+        outs: list[OutRecord] = []
+        for rec, env, p in decoded:
             about = (env.tenant, p.about)
-            verdict = judge(p, self.store.known(about))
+            verdict = judge(p, KnownRefs(refs[about][0], refs[about][1]))
             if isinstance(verdict, IngestRefusal):
                 outs.append(self._rejected(rec, verdict.code, verdict.detail))
                 continue
-            self.store.add(about, verdict.new_refs, verdict.new_dimensions)
+            refs[about][0].update(verdict.new_refs)
+            refs[about][1].update(verdict.new_dimensions)
+            added += [(about, "ref", r) for r in verdict.new_refs] + [(about, "dimension", d)
+                                                                     for d in verdict.new_dimensions]  # fmt: skip
             source = str(rec.position)
             ev = KmpEvent(event_id=kmp_event_id(source), tenant=env.tenant, claw_id=env.claw_id, about=p.about,
                           at=rec.log_time(), source=source, trace_id=env.trace_id, envelope_event_id=env.event_id,
@@ -110,6 +122,8 @@ class KmpProcessor:
                           context_seen=verdict.context_seen)  # fmt: skip
             key = f"{env.tenant}/about:{p.about}".encode()
             outs.append(OutRecord(self.names.kmp_events, zlib.crc32(key) % DEFAULT_PARTITIONS, key, encode_kmp(ev)))
+        if added:
+            self.store.add(added)
         return outs
 
     def _rejected(self, rec: LogRecord, code: str, detail: str) -> OutRecord:

@@ -89,45 +89,51 @@ class KmpProjection:
         ]
 
     def fold(self, cur: Cur, schema: str, records: list[LogRecord]) -> None:
+        rows: dict[str, list[tuple[object, ...]]] = {t: [] for t in TABLES}
         for rec in records:
-            self._ingest(cur, schema, decode_kmp(rec.value or b""), rec.offset * SEQ_STRIDE)
+            self._rows(rows, decode_kmp(rec.value or b""), rec.offset * SEQ_STRIDE)
+        s = schema
+        # One statement per table per batch: the batch's rows in one round trip each.
+        for table, cols in _INSERTS.items():
+            if rows[table]:
+                marks = ", ".join(["%s"] * len(cols.split(",")))
+                cur.executemany(f"INSERT INTO {s}.{table} ({cols}) VALUES ({marks}) ON CONFLICT DO NOTHING",
+                                rows[table])  # fmt: skip
 
     @staticmethod
-    def _ingest(cur: Cur, s: str, ev: KmpEvent, base: int) -> None:
+    def _rows(rows: dict[str, list[tuple[object, ...]]], ev: KmpEvent, base: int) -> None:
         p, t, a, at = ev.ingest, ev.tenant, ev.about, ev.at
         q = [g.quality for g in ev.grades]
         non_structural = [r for r, g in zip(p.relations, ev.grades, strict=True) if g.quality != "STRUCTURAL"]
         coverage = sum(1 for r in non_structural if r.evidence_refs) / len(non_structural) if non_structural else 1.0
-        cur.execute(
-            f"INSERT INTO {s}.kmp_ingests VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-            " %s, %s, %s) ON CONFLICT DO NOTHING",
+        rows["kmp_ingests"].append(
             (t, a, p.ingest_id, ev.claw_id, at, ev.source, ev.envelope_event_id, ev.trace_id,
              p.provenance.source_kind, p.provenance.source_agent, len(p.entries), len(p.relations), len(p.evidence),
              q.count("RICH"), q.count("ANEMIC"), q.count("STRUCTURAL"), q.count("SUSPECT"), len(p.context_refs),
-             ev.context_seen, coverage),
-        )  # fmt: skip
-        cur.executemany(
-            f"INSERT INTO {s}.kmp_dimensions VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            [(t, a, d.id, d.kind, d.title, at) for d in p.dimensions],
-        )
-        cur.executemany(
-            f"INSERT INTO {s}.kmp_entries (tenant, about, entry_id, kind, text, occurred_at, valid_from, valid_until, "
-            "known_at, seq, ingest_id, claw_id, source_agent, dims, coordinates, metadata) VALUES (%s, %s, %s, %s, "
-            "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            [(t, a, e.id, e.kind, e.text, e.occurred_at, e.valid_from, e.valid_until, at, base + i, p.ingest_id,
-              ev.claw_id, p.provenance.source_agent, [c.dimension for c in e.coordinates],
-              json.dumps([c.to_wire() for c in e.coordinates]), json.dumps(e.metadata, sort_keys=True))
-             for i, e in enumerate(p.entries)],
-        )  # fmt: skip
-        cur.executemany(
-            f"INSERT INTO {s}.kmp_relations VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT DO NOTHING",
-            [(t, a, base + i, r.source_ref, r.target_ref, r.rel, r.semantic_class, r.why, list(r.evidence_refs),
-              r.confidence, g.quality, g.reason, at, p.ingest_id)
-             for i, (r, g) in enumerate(zip(p.relations, ev.grades, strict=True))],
-        )  # fmt: skip
-        cur.executemany(
-            f"INSERT INTO {s}.kmp_evidence VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            [(t, a, v.id, v.text, list(v.supports), v.source, at, base + 512 + i, p.ingest_id)
-             for i, v in enumerate(p.evidence)],
-        )  # fmt: skip
+             ev.context_seen, coverage))  # fmt: skip
+        rows["kmp_dimensions"] += [(t, a, d.id, d.kind, d.title, at) for d in p.dimensions]
+        rows["kmp_entries"] += [
+            (t, a, e.id, e.kind, e.text, e.occurred_at, e.valid_from, e.valid_until, at, base + i, p.ingest_id,
+             ev.claw_id, p.provenance.source_agent, [c.dimension for c in e.coordinates],
+             json.dumps([c.to_wire() for c in e.coordinates]), json.dumps(e.metadata, sort_keys=True))
+            for i, e in enumerate(p.entries)]  # fmt: skip
+        rows["kmp_relations"] += [
+            (t, a, base + i, r.source_ref, r.target_ref, r.rel, r.semantic_class, r.why, list(r.evidence_refs),
+             r.confidence, g.quality, g.reason, at, p.ingest_id)
+            for i, (r, g) in enumerate(zip(p.relations, ev.grades, strict=True))]  # fmt: skip
+        rows["kmp_evidence"] += [(t, a, v.id, v.text, list(v.supports), v.source, at, base + 512 + i, p.ingest_id)
+                                 for i, v in enumerate(p.evidence)]  # fmt: skip
+
+
+# Column lists in insert order (kmp_entries' tsv is generated).
+_INSERTS = {
+    "kmp_ingests": "tenant, about, ingest_id, claw_id, known_at, source, envelope_event_id, trace_id, source_kind, "
+    "source_agent, entries, relations, evidence, rich, anemic, structural, suspect, context_refs, context_seen, "
+    "evidence_coverage",
+    "kmp_dimensions": "tenant, about, dimension_id, kind, title, known_at",
+    "kmp_entries": "tenant, about, entry_id, kind, text, occurred_at, valid_from, valid_until, known_at, seq, "
+    "ingest_id, claw_id, source_agent, dims, coordinates, metadata",
+    "kmp_relations": "tenant, about, seq, source_ref, target_ref, rel, semantic_class, why, evidence_refs, "
+    "confidence, quality, reason, known_at, ingest_id",
+    "kmp_evidence": "tenant, about, evidence_id, text, supports, source, known_at, seq, ingest_id",
+}
