@@ -92,13 +92,9 @@ class KmpProjection:
         rows: dict[str, list[tuple[object, ...]]] = {t: [] for t in TABLES}
         for rec in records:
             self._rows(rows, decode_kmp(rec.value or b""), rec.offset * SEQ_STRIDE)
-        s = schema
-        # One statement per table per batch: the batch's rows in one round trip each.
         for table, cols in _INSERTS.items():
             if rows[table]:
-                marks = ", ".join(["%s"] * len(cols.split(",")))
-                cur.executemany(f"INSERT INTO {s}.{table} ({cols}) VALUES ({marks}) ON CONFLICT DO NOTHING",
-                                rows[table])  # fmt: skip
+                _bulk_insert(cur, schema, table, cols, rows[table])
 
     @staticmethod
     def _rows(rows: dict[str, list[tuple[object, ...]]], ev: KmpEvent, base: int) -> None:
@@ -125,6 +121,29 @@ class KmpProjection:
                                  for i, v in enumerate(p.evidence)]  # fmt: skip
 
 
+def _bulk_insert(cur: Cur, schema: str, table: str, cols: str, rows: list[tuple[object, ...]]) -> None:
+    """COPY the batch's rows into a transaction-local table, then insert what is new: an order of
+    magnitude faster than one INSERT per row. The first row of a key wins, as row-by-row inserts
+    with ON CONFLICT DO NOTHING would (a dimension declared twice keeps its first title)."""
+    key = len(_KEYS[table])
+    unique = list({r[:key]: r for r in reversed(rows)}.values())[::-1]
+    tmp = f"_fold_{table}"
+    cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} AS SELECT {cols} FROM {schema}.{table} WITH NO DATA")
+    cur.execute(f"TRUNCATE {tmp}")
+    with cur.copy(f"COPY {tmp} ({cols}) FROM STDIN") as copy:
+        for row in unique:
+            copy.write_row(row)
+    cur.execute(f"INSERT INTO {schema}.{table} ({cols}) SELECT {cols} FROM {tmp} ON CONFLICT DO NOTHING")
+
+
+# Each table's key: the leading columns of its insert list.
+_KEYS = {
+    "kmp_ingests": ("tenant", "about", "ingest_id"),
+    "kmp_dimensions": ("tenant", "about", "dimension_id"),
+    "kmp_entries": ("tenant", "about", "entry_id"),
+    "kmp_relations": ("tenant", "about", "seq"),
+    "kmp_evidence": ("tenant", "about", "evidence_id"),
+}
 # Column lists in insert order (kmp_entries' tsv is generated).
 _INSERTS = {
     "kmp_ingests": "tenant, about, ingest_id, claw_id, known_at, source, envelope_event_id, trace_id, source_kind, "
