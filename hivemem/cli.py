@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -89,6 +90,16 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return run_verify(settings, args.day, console)
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """MCP over stdio: an MCP host starts this; stdout carries the protocol, so nothing else prints there."""
+    import anyio
+
+    from projections.mcp.stdio import serve_stdio
+
+    anyio.run(serve_stdio, args.api, args.token or os.environ.get("HIVEMEM_TOKEN"))
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     rest = list(args.rest)
     which = rest.pop(0) if rest and not rest[0].startswith("-") else "pipeline"
@@ -140,6 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     audit.add_argument("action", choices=["roots", "verify"], help="roots: publish a day's roots; verify: check all")
     audit.add_argument("--day", default=None, help="YYYY-MM-DD (UTC); roots: default yesterday; verify: default all")
     audit.set_defaults(func=cmd_audit)
+    mcp = sub.add_parser("mcp", help="serve MCP over stdio (tools for every HiveMem API operation; docs/mcp.md)")
+    mcp.add_argument(
+        "--api",
+        default=os.environ.get("HIVEMEM_API_URL", "http://127.0.0.1:8080"),
+        help="the HiveMem API to call (default HIVEMEM_API_URL or http://127.0.0.1:8080)",
+    )
+    mcp.add_argument("--token", default=None, help="bearer token (default HIVEMEM_TOKEN)")
+    mcp.set_defaults(func=cmd_mcp)
     bench = sub.add_parser("bench", help="benchmarks: hivemem bench pipeline|governance|caml|memory|kmp [options]")
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=cmd_bench)

@@ -10,11 +10,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
+from starlette.routing import Route
 
 from projections.http import caml, claws, envelopes, governance, health, kmp, memory
 from projections.http.context import ApiDeps, Ctx
 from projections.http.errors import install_error_handlers
 from projections.http.limits import MAX_BODY_BYTES, BodyLimit
+from projections.mcp.http_mount import McpEndpoint
 
 MIN_LONG, MAX_LONG = -(2**63), 2**63 - 1
 DESCRIPTION = f"""Event-sourced memory for fleets of AI agents.
@@ -30,10 +32,14 @@ def create_app(deps: ApiDeps) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await ctx.pool.open(wait=True, timeout=30)
-        yield
+        async with mcp.running():
+            yield
         await ctx.pool.close()
 
     app = FastAPI(title="HiveMem", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    # MCP over streamable HTTP (docs/mcp.md): each tool call is served by this same app, in-process.
+    mcp = McpEndpoint(app, deps.token_secret, deps.tenants)
+    app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     install_error_handlers(app)
 
     @app.middleware("http")
