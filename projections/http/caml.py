@@ -125,11 +125,7 @@ def router(ctx: Ctx) -> APIRouter:
             raise ApiError(403, "CLAW_TOKEN_REQUIRED", "observe and validate need a token bound to a deployment (claw)")
         env = envelope_from_request(EnvelopeIn(type=kind, payload=payload, idempotency_key=body.idempotency_key,
                                                trace_id=body.trace_id), who, deps.tenants)  # fmt: skip
-        try:
-            pos = await run_in_threadpool(deps.publisher.publish, env)
-        except Exception as exc:
-            raise ApiError(503, "PUBLISH_FAILED", f"Kafka did not take the write: {exc}") from exc
-        ctx.writes.labels(kind).inc()
+        pos = await ctx.publish(env)
         found = await q.wait_verdict(ctx.pool, who.tenant, env.event_id, wait_ms / 1000)
         result = WriteResult(status="PENDING", event_id=env.event_id, observation_id=observation_id,
                              consistency_token=str(pos))  # fmt: skip

@@ -108,6 +108,15 @@ class Ctx:
 
         self.principal = principal
 
+    async def publish(self, env: Envelope) -> LogPosition:
+        """Publish and wait for Kafka's ack; 503 PUBLISH_FAILED when it does not take the write."""
+        try:
+            pos = await run_in_threadpool(self.deps.publisher.publish, env)
+        except Exception as exc:  # whatever the producer raises, the write did not happen
+            raise ApiError(503, "PUBLISH_FAILED", f"Kafka did not take the write: {exc}") from exc
+        self.writes.labels(env.type).inc()
+        return pos
+
     async def consistent(self, who: Principal, wait: Consistency, projection: str) -> None:
         """Return once ``projection`` reflects the write ``wait.token`` names (if any)."""
         if wait.token is None:

@@ -6,14 +6,13 @@ No `from __future__ import annotations` here: FastAPI must see the real dependen
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
-from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from projections.auth import Principal
 from projections.gateway import EnvelopeIn, envelope_from_request
 from projections.http.context import Ctx
-from projections.http.errors import ApiError, error_responses
+from projections.http.errors import error_responses
 
 
 class WriteAccepted(BaseModel):
@@ -40,11 +39,7 @@ def router(ctx: Ctx) -> APIRouter:
     async def write(who: Who, body: EnvelopeIn) -> WriteAccepted:
         """Publish one envelope to its inbound topic; the gate judges it asynchronously (see the audit)."""
         env = envelope_from_request(body, who, ctx.deps.tenants)
-        try:
-            pos = await run_in_threadpool(ctx.deps.publisher.publish, env)
-        except Exception as exc:  # whatever the producer raises, the write did not happen
-            raise ApiError(503, "PUBLISH_FAILED", f"Kafka did not take the write: {exc}") from exc
-        ctx.writes.labels(env.type).inc()
+        pos = await ctx.publish(env)
         return WriteAccepted(consistency_token=str(pos), topic=pos.topic, partition=pos.partition, offset=pos.offset,
                              event_id=env.event_id, trace_id=env.trace_id,
                              idempotency_key=env.idempotency_key)  # fmt: skip

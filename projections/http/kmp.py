@@ -12,7 +12,6 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
-from fastapi.concurrency import run_in_threadpool
 from pydantic import Field, ValidationError
 
 from contracts.models import KmpIngestPayload
@@ -113,11 +112,7 @@ def router(ctx: Ctx) -> APIRouter:
                       response: Response) -> IngestOut:  # fmt: skip
         env = envelope_from_request(EnvelopeIn(type="kmp_ingest", payload=payload, idempotency_key=key), who,
                                     deps.tenants)  # fmt: skip
-        try:
-            pos = await run_in_threadpool(deps.publisher.publish, env)
-        except Exception as exc:
-            raise ApiError(503, "PUBLISH_FAILED", f"Kafka did not take the write: {exc}") from exc
-        ctx.writes.labels("kmp_ingest").inc()
+        pos = await ctx.publish(env)
         out = IngestOut(status="PENDING", about=payload["about"], ingest_id=payload["ingestId"], event_id=env.event_id,
                         consistency_token=str(pos))  # fmt: skip
         found = await q.wait_ingest(ctx.pool, who.tenant, env.event_id, wait_ms / 1000) if wait_ms else None

@@ -155,11 +155,7 @@ def router(ctx: Ctx) -> APIRouter:
                    "userId": body.user_id, "threadId": body.thread_id, "contentType": kind, "turns": turns}  # fmt: skip
         env = envelope_from_request(EnvelopeIn(type="episode", payload=payload, idempotency_key=body.idempotency_key),
                                     who, deps.tenants)  # fmt: skip
-        try:
-            pos = await run_in_threadpool(deps.publisher.publish, env)
-        except Exception as exc:
-            raise ApiError(503, "PUBLISH_FAILED", f"Kafka did not take the write: {exc}") from exc
-        ctx.writes.labels("episode").inc()
+        pos = await ctx.publish(env)
         out = AddOut(status="PENDING", event_id=env.event_id, episode_id=eid, consistency_token=str(pos))
         found = await q.wait_episode(ctx.pool, who.tenant, env.event_id, wait_ms / 1000) if wait_ms else None
         if found is None:
@@ -216,11 +212,7 @@ def router(ctx: Ctx) -> APIRouter:
                    "userId": body.user_id, "reason": body.reason}  # fmt: skip
         env = envelope_from_request(EnvelopeIn(type="erasure", payload=payload, idempotency_key=body.idempotency_key),
                                     who, deps.tenants)  # fmt: skip
-        try:
-            pos = await run_in_threadpool(deps.publisher.publish, env)
-        except Exception as exc:
-            raise ApiError(503, "PUBLISH_FAILED", f"Kafka did not take the write: {exc}") from exc
-        ctx.writes.labels("erasure").inc()
+        pos = await ctx.publish(env)
         out = EraseOut(status="PENDING", event_id=env.event_id, erasure_id=erasure_id, consistency_token=str(pos))
         found = await wait_erasure(ctx.pool, who.tenant, env.event_id, wait_ms / 1000) if wait_ms else None
         if found is None:
