@@ -21,7 +21,7 @@ from contracts.kmp_records import KmpEvent, KmpGrade, encode_kmp
 from contracts.models import KmpIngestPayload, Rejection
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
 from governance.gate import RecordMeta, derived_event_id
-from governance.kmp.ingest import IngestRefusal, KnownRefs, judge
+from governance.kmp.ingest import IngestRefusal, KnownRefs, ingest_ref, judge, split_ref
 from processors.gate_core import meta_of
 from streams.offsets import Conn
 from streams.processor import PROCESSING_ERROR, Failure
@@ -33,10 +33,14 @@ _NS = uuid.UUID("0b6c7a52-93a4-4f0e-8d0c-4d1f5e2a7c31")
 About = tuple[str, str]  # tenant, about
 
 
+Wanted = dict[About, tuple[set[str], set[str]]]  # per about: (refs, dimensions) a batch asks about
+
+
 class RefStore(Protocol):
     """Per about: its refs (entries, evidence, ingest ids) and its dimensions."""
 
-    def known(self, abouts: Sequence[About]) -> dict[About, KnownRefs]: ...
+    def known(self, wanted: Wanted) -> dict[About, KnownRefs]:
+        """Which of the asked refs and dimensions each about holds (only those: an about may be large)."""
 
     def add(self, rows: Sequence[tuple[About, str, str]]) -> None:
         """(about, kind 'ref' or 'dimension', ref) rows."""
@@ -46,11 +50,12 @@ class InMemoryRefs:
     def __init__(self) -> None:
         self.rows: dict[About, set[tuple[str, str]]] = {}
 
-    def known(self, abouts: Sequence[About]) -> dict[About, KnownRefs]:
+    def known(self, wanted: Wanted) -> dict[About, KnownRefs]:
         out = {}
-        for a in abouts:
+        for a, (refs, dims) in wanted.items():
             held = self.rows.get(a, set())
-            out[a] = KnownRefs(frozenset(r for k, r in held if k == "ref"), frozenset(r for k, r in held if k != "ref"))
+            out[a] = KnownRefs(frozenset(r for r in refs if ("ref", r) in held),
+                               frozenset(d for d in dims if ("dimension", d) in held))  # fmt: skip
         return out
 
     def add(self, rows: Sequence[tuple[About, str, str]]) -> None:
@@ -62,11 +67,14 @@ class PostgresRefs:
     def __init__(self, conn: Conn) -> None:
         self.conn = conn
 
-    def known(self, abouts: Sequence[About]) -> dict[About, KnownRefs]:
-        found: dict[About, tuple[set[str], set[str]]] = {a: (set(), set()) for a in abouts}
+    def known(self, wanted: Wanted) -> dict[About, KnownRefs]:
+        keys = [(a, "ref", r) for a, (refs, _) in wanted.items() for r in refs]
+        keys += [(a, "dimension", d) for a, (_, dims) in wanted.items() for d in dims]
+        found: dict[About, tuple[set[str], set[str]]] = {a: (set(), set()) for a in wanted}
         rows = self.conn.execute(
-            "SELECT tenant, about, kind, ref FROM kmpproc.refs WHERE (tenant, about) IN "
-            "(SELECT * FROM unnest(%s::text[], %s::text[]))", ([a[0] for a in abouts], [a[1] for a in abouts]),
+            "SELECT r.tenant, r.about, r.kind, r.ref FROM kmpproc.refs r JOIN unnest(%s::text[], %s::text[], "
+            "%s::text[], %s::text[]) AS w(tenant, about, kind, ref) USING (tenant, about, kind, ref)",
+            ([k[0][0] for k in keys], [k[0][1] for k in keys], [k[1] for k in keys], [k[2] for k in keys]),
         ).fetchall()  # fmt: skip
         for t, a, k, r in rows:
             found[(str(t), str(a))][0 if k == "ref" else 1].add(str(r))
@@ -81,6 +89,16 @@ class PostgresRefs:
                 for a, k, r in rows:
                     copy.write_row((*a, k, r))
             cur.execute("INSERT INTO kmpproc.refs SELECT * FROM _kmp_refs ON CONFLICT DO NOTHING")
+
+
+def named_refs(p: KmpIngestPayload) -> set[str]:
+    """Every ref of its own about an ingest names: what judging it needs to know exists."""
+    refs = {ingest_ref(p.ingest_id), *p.context_refs, *(e.id for e in p.entries)}
+    for v in p.evidence:
+        refs.update([v.id, *v.supports])
+    for r in p.relations:
+        refs.update([split_ref(r.source_ref, p.about)[1], split_ref(r.target_ref, p.about)[1], *r.evidence_refs])
+    return refs
 
 
 def kmp_event_id(source: str) -> str:
@@ -107,19 +125,24 @@ class KmpProcessor:
             if not isinstance(env.payload, KmpIngestPayload):
                 raise ValueError(f"kmp cannot take a {env.type} envelope")
             decoded.append((rec, env, env.payload))
-        # One read of the batch's abouts; refs accepted earlier in the batch count for the later records.
-        known = self.store.known(sorted({(env.tenant, p.about) for _, env, p in decoded}))
-        refs = {a: (set(k.refs), set(k.dimensions)) for a, k in known.items()}
+        # One read for the batch, of the refs it names; refs accepted earlier in the batch count for later records.
+        wanted: Wanted = {}
+        for _, env, p in decoded:
+            refs, dims = wanted.setdefault((env.tenant, p.about), (set(), set()))
+            refs.update(named_refs(p))
+            dims.update([d.id for d in p.dimensions] + [c.dimension for e in p.entries for c in e.coordinates])
+        known = self.store.known(wanted)
+        held = {a: (set(k.refs), set(k.dimensions)) for a, k in known.items()}
         added: list[tuple[About, str, str]] = []
         outs: list[OutRecord] = []
         for rec, env, p in decoded:
             about = (env.tenant, p.about)
-            verdict = judge(p, KnownRefs(refs[about][0], refs[about][1]))
+            verdict = judge(p, KnownRefs(held[about][0], held[about][1]))
             if isinstance(verdict, IngestRefusal):
                 outs.append(self._rejected(rec, verdict.code, verdict.detail))
                 continue
-            refs[about][0].update(verdict.new_refs)
-            refs[about][1].update(verdict.new_dimensions)
+            held[about][0].update(verdict.new_refs)
+            held[about][1].update(verdict.new_dimensions)
             added += [(about, "ref", r) for r in verdict.new_refs] + [(about, "dimension", d)
                                                                      for d in verdict.new_dimensions]  # fmt: skip
             source = str(rec.position)
