@@ -6,7 +6,6 @@ unless the scope says so. The MCP kernel tools call these same routes.
 No `from __future__ import annotations` here: FastAPI must see the real dependency types.
 """
 
-import logging
 import time
 import uuid
 from typing import Annotated, Any, Literal
@@ -25,10 +24,10 @@ from projections.auth import Principal
 from projections.gateway import EnvelopeIn, envelope_from_request
 from projections.http.context import Ctx
 from projections.http.errors import ApiError, describe_validation, error_responses
+from projections.http.kmp_metrics import KmpMetrics
 from projections.http.kmp_models import AskIn, DiagnoseIn, IngestIn, InspectIn, NavIn, TraceIn, WakeIn, WriteMemoryIn
 from projections.kmp_views import EntryView, Snapshot, TraceOut, View, Wake, trace, wake
 
-log = logging.getLogger("hivemem.kmp")
 _STATUS = {"DUPLICATE": 409, "REPLAYED": 409, "DUPLICATE_INGEST": 409, "DUPLICATE_REF": 409, "CLAW_SUSPENDED": 403}
 WAIT_DOC = "how long to wait for the verdict (ms, at most 30000); without one in time: 202 PENDING"
 
@@ -104,12 +103,14 @@ def router(ctx: Ctx) -> APIRouter:
     Who = Annotated[Principal, Depends(ctx.principal)]
     Wait = Annotated[int, Query(ge=0, le=30_000, description=WAIT_DOC)]
     deps = ctx.deps
+    metrics = KmpMetrics(ctx.metrics)
 
     def known(k: int | None) -> int:
         return k if k is not None else q.NOW
 
     async def publish(who: Principal, payload: dict[str, Any], key: str | None, wait_ms: int,
                       response: Response) -> IngestOut:  # fmt: skip
+        started = time.perf_counter()
         env = envelope_from_request(EnvelopeIn(type="kmp_ingest", payload=payload, idempotency_key=key), who,
                                     deps.tenants)  # fmt: skip
         pos = await ctx.publish(env)
@@ -117,11 +118,20 @@ def router(ctx: Ctx) -> APIRouter:
                         consistency_token=str(pos))  # fmt: skip
         found = await q.wait_ingest(ctx.pool, who.tenant, env.event_id, wait_ms / 1000) if wait_ms else None
         if found is None:
+            metrics.record("ingest", who.tenant, payload["about"], started, outcome="PENDING")
             response.status_code = 202
             return out
+        metrics.queryable.observe(time.perf_counter() - started)
         if found.outcome != "INGESTED":
             code = found.reason_code or "REFUSED"
+            metrics.record("ingest", who.tenant, payload["about"], started, outcome=code)
             raise ApiError(_STATUS.get(code, 422), code, found.detail or f"refused: {code}")
+        for quality, n in (("RICH", found.rich), ("ANEMIC", found.anemic), ("STRUCTURAL", found.structural),
+                           ("SUSPECT", found.suspect)):  # fmt: skip
+            metrics.relations.labels(quality).inc(n)
+        metrics.record("ingest", who.tenant, payload["about"], started, refs=len(payload["entries"]),
+                       rich=found.rich, anemic=found.anemic, structural=found.structural, suspect=found.suspect,
+                       evidenceCoverage=found.evidence_coverage)  # fmt: skip
         return out.model_copy(update={
             "status": "INGESTED", "known_at": found.known_at, "read_after_write_ready": True,
             "accepted": {"entries": len(payload["entries"]), "relations": len(payload["relations"]),
@@ -210,9 +220,12 @@ def router(ctx: Ctx) -> APIRouter:
     async def wake_route(who: Who, body: WakeIn) -> Wake:
         """The minimal state to continue: objective, current state, causal spine with evidence refs,
         open loops, next actions, guardrails, and a cursor to resume reading from."""
+        started = time.perf_counter()
         s = await q.snapshot(ctx.pool, who.tenant, body.about, known(body.known_at), body.dimensions)
         last = s.entries[-1].key if s.entries else None
-        return wake(s, body.max_entries, cursors.encode_cursor(last, "forward") if last else None)
+        out = wake(s, body.max_entries, cursors.encode_cursor(last, "forward") if last else None)
+        metrics.record("wake", who.tenant, body.about, started, refs=len(out.current_state) + len(out.causal_spine))
+        return out
 
     @r.post("/kmp/v1/ask", response_model=q.AskResult, response_model_by_alias=True,
             responses=error_responses(400, 401, 403, 422,
@@ -222,16 +235,27 @@ def router(ctx: Ctx) -> APIRouter:
         """Answer material with evidence, conflicts, missing pieces and a confidence: UNKNOWN when the
         evidence is not there, never a guess. Scope CURRENT_ABOUT (default), ABOUTS (list required) or
         ALL_ABOUTS (every about of your tenant; logged as a global read)."""
+        started = time.perf_counter()
         try:
             scope = resolve_scope(body.scope.mode, body.about, body.scope.abouts)
         except ScopeError as exc:
+            metrics.record("ask", who.tenant, body.about, started, scope=body.scope.mode, outcome=exc.code)
             raise ApiError(422, exc.code, exc.detail) from exc
-        if scope.is_global:
-            log.info("kmp global read tenant=%s claw=%s op=ask", who.tenant, who.claw_id)
-        return await q.ask(ctx.pool, who.tenant, scope, body.question, body.answer_policy, known(body.known_at),
-                           body.limit)  # fmt: skip
+        res = await q.ask(ctx.pool, who.tenant, scope, body.question, body.answer_policy, known(body.known_at),
+                          body.limit)  # fmt: skip
+        metrics.answers.labels(res.proof.confidence).inc()
+        metrics.record("ask", who.tenant, body.about, started, scope=scope.mode, refs=len(res.because),
+                       confidence=res.proof.confidence, evidence=len(res.proof.evidence),
+                       missing=len(res.proof.missing), claw=who.claw_id)  # fmt: skip
+        return res
 
     async def navigate(who: Principal, body: NavIn, op: str) -> NavOut:
+        started = time.perf_counter()
+        out = await navigate_(who, body, op)
+        metrics.record(op, who.tenant, body.about, started, refs=out.page.returned, hasMore=out.page.has_more)
+        return out
+
+    async def navigate_(who: Principal, body: NavIn, op: str) -> NavOut:
         s = await q.snapshot(ctx.pool, who.tenant, body.about, known(body.known_at), body.dimensions)
         keys = q.keys_of(s)
         n, c = len(keys), body.cursor
@@ -304,9 +328,12 @@ def router(ctx: Ctx) -> APIRouter:
         for ref in (body.from_ref, body.to_ref):
             if ref not in held:
                 raise ApiError(404, "REF_NOT_FOUND", f"no ref {ref!r} in about {body.about} at knownAt")
+        started = time.perf_counter()
         path, explored = trace(s, body.from_ref, body.to_ref, body.max_depth)
         part = path[body.page_offset : body.page_offset + body.page_size]
         end = body.page_offset + len(part)
+        metrics.record("trace", who.tenant, body.about, started, refs=len(part), explored=explored,
+                       pageOffset=body.page_offset, pages=-(-len(path) // body.page_size))  # fmt: skip
         return TraceOut(about=body.about, known_at=s.known_at, found=bool(path) or body.from_ref == body.to_ref,
                         trace=part, hops=len(path), explored=explored, page_total=len(path),
                         next_offset=end if end < len(path) else None,
@@ -317,13 +344,14 @@ def router(ctx: Ctx) -> APIRouter:
             responses=error_responses(400, 401, 403, 404, 422))  # fmt: skip
     async def inspect_route(who: Who, body: InspectIn) -> q.Inspected:
         """One entry or evidence item with its links and evidence; its whole text only with include.raw."""
+        started = time.perf_counter()
         s = await q.snapshot(ctx.pool, who.tenant, body.about, known(body.known_at))
         i = body.include
         found = q.inspect(s, body.ref, i.incoming, i.outgoing, i.evidence, i.raw)
         if found is None:
             raise ApiError(404, "REF_NOT_FOUND", f"no ref {body.ref!r} in about {body.about} at knownAt")
-        if i.raw:
-            log.info("kmp raw read tenant=%s claw=%s about=%s ref=%s", who.tenant, who.claw_id, body.about, body.ref)
+        metrics.record("inspect", who.tenant, body.about, started, refs=1 + len(found.links.incoming)
+                       + len(found.links.outgoing), raw=i.raw, ref=body.ref, claw=who.claw_id)  # fmt: skip
         return found
 
     @r.post("/kmp/v1/diagnose", response_model=Diagnosis, response_model_by_alias=True,

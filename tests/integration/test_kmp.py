@@ -91,6 +91,11 @@ def test_ask_answers_with_evidence_or_unknown(stack: Stack, incident: tuple[str,
         assert (r.status_code, r.json()["code"]) == (422, "ABOUTS_REQUIRED")
         g = _post(h, "/kmp/v1/ask", {"question": "rollback", "scope": {"mode": "ALL_ABOUTS"}})
         assert g["scope"]["isGlobal"] and any(w.startswith("GLOBAL_SCOPE") for w in g["warnings"])
+        # Observable: each call by operation, scope and outcome; each answer's confidence.
+        metrics = h.get("/metrics").text
+        assert 'hivemem_kmp_calls_total{op="ask",outcome="ok",scope="ALL_ABOUTS"}' in metrics
+        assert 'hivemem_kmp_calls_total{op="ask",outcome="ABOUTS_REQUIRED",scope="ABOUTS"}' in metrics
+        assert 'hivemem_kmp_answers_total{confidence="UNKNOWN"}' in metrics
 
 
 def test_time_navigation_and_trace(stack: Stack, incident: tuple[str, list[dict[str, Any]]]) -> None:
