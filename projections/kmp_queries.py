@@ -16,7 +16,6 @@ from typing import Any, Literal
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmp.confidence import ProofFacts, confidence
-from governance.kmp.cursors import TimelineKey
 from governance.kmp.scope import ResolvedScope
 from projections.kmp_views import (
     EntryRow,
@@ -209,10 +208,6 @@ def inspect(s: Snapshot, ref: str, incoming: bool, outgoing: bool, with_evidence
                      entry=s.entry_view(entry) if entry is not None else None, evidence_item=item, links=links,
                      evidence=s.evidence_of(ref) if with_evidence else [], raw=text if raw else None,
                      known_at=s.known_at)  # fmt: skip
-
-
-def keys_of(s: Snapshot) -> list[TimelineKey]:
-    return [e.key for e in s.entries]
 
 
 def entries_in(s: Snapshot, idx: range) -> list[EntryView]:

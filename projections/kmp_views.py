@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from governance.kmp import cursors
 from governance.kmp.cursors import TimelineKey
 from governance.kmp.relations import CAUSAL_SPINE, CONFLICTING, SUPERSEDING
 
@@ -203,3 +204,59 @@ def trace(s: Snapshot, src: str, dst: str, max_depth: int) -> tuple[list[Relatio
 def conflicts_among(s: Snapshot, refs: Sequence[str]) -> list[RelationView]:
     wanted = set(refs)
     return [r for r in s.relations if r.rel in CONFLICTING and (r.source_ref in wanted or r.target_ref in wanted)]
+
+
+class NavError(Exception):
+    def __init__(self, status: int, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail = status, code, detail
+
+
+@dataclass(frozen=True)
+class Moved:
+    indices: range  # into the snapshot's entries, ascending
+    direction: str  # around, backward, forward
+    next_cursor: str | None  # goes on in that direction (None when nothing is left now)
+    has_more: bool
+    landed: int | None  # the entry the cursor names exactly, if it does
+
+
+def move(s: Snapshot, op: str, ref: str | None, time: int | None, token: str | None, before: int, after: int,
+         limit: int) -> Moved:  # fmt: skip
+    """goto / near / rewind / forward over the about's timeline. The cursor is a page token, an entry
+    ref or an occurred-at time; rewind without one starts at the end, forward at the start."""
+    keys = [e.key for e in s.entries]
+    n = len(keys)
+    center: int | None = None
+    exact = False
+    if token is not None:
+        try:
+            key, _ = cursors.decode_cursor(token)
+        except cursors.CursorError as exc:
+            raise NavError(422, exc.code, exc.detail) from exc
+        center = cursors.locate(keys, key)
+        exact = center < n and keys[center] == key
+    elif ref is not None:
+        center = next((i for i, e in enumerate(s.entries) if e.ref == ref), None)
+        if center is None:
+            raise NavError(404, "REF_NOT_FOUND", f"no entry {ref!r} in about {s.about} at knownAt")
+        exact = True
+    elif time is not None:
+        center = cursors.locate(keys, time)
+        exact = center < n and keys[center].occurred_at == time
+    elif op in ("goto", "near"):
+        raise NavError(422, "CURSOR_REQUIRED", f"{op} needs cursor.ref, cursor.time or cursor.token")
+    if op in ("goto", "near"):
+        assert center is not None
+        idx = cursors.near(n, center, cursors.Window(0, 0) if op == "goto" else cursors.Window(before, after))
+        direction, edge, more = "around", None, False
+    elif op == "rewind":
+        stop = n if center is None else center
+        idx = range(max(0, stop - limit), stop)
+        direction, edge, more = "backward", (keys[idx.start] if idx else None), idx.start > 0
+    else:
+        start = 0 if center is None else center + (1 if exact else 0)
+        idx = range(start, min(n, start + limit))
+        direction, edge, more = "forward", (keys[idx[-1]] if idx else None), idx.stop < n
+    nxt = cursors.encode_cursor(edge, direction) if edge is not None and more else None
+    return Moved(idx, direction, nxt, more, center if exact else None)

@@ -26,7 +26,7 @@ from projections.http.context import Ctx
 from projections.http.errors import ApiError, describe_validation, error_responses
 from projections.http.kmp_metrics import KmpMetrics
 from projections.http.kmp_models import AskIn, DiagnoseIn, IngestIn, InspectIn, NavIn, TraceIn, WakeIn, WriteMemoryIn
-from projections.kmp_views import EntryView, Snapshot, TraceOut, View, Wake, trace, wake
+from projections.kmp_views import EntryView, NavError, Snapshot, TraceOut, View, Wake, move, trace, wake
 
 _STATUS = {"DUPLICATE": 409, "REPLAYED": 409, "DUPLICATE_INGEST": 409, "DUPLICATE_REF": 409, "CLAW_SUSPENDED": 403}
 WAIT_DOC = "how long to wait for the verdict (ms, at most 30000); without one in time: 202 PENDING"
@@ -257,46 +257,17 @@ def router(ctx: Ctx) -> APIRouter:
 
     async def navigate_(who: Principal, body: NavIn, op: str) -> NavOut:
         s = await q.snapshot(ctx.pool, who.tenant, body.about, known(body.known_at), body.dimensions)
-        keys = q.keys_of(s)
-        n, c = len(keys), body.cursor
-        center: int | None = None
-        exact = False
-        if c.token is not None:
-            try:
-                key, _ = cursors.decode_cursor(c.token)
-            except cursors.CursorError as exc:
-                raise ApiError(422, exc.code, exc.detail) from exc
-            center = cursors.locate(keys, key)
-            exact = center < n and keys[center] == key
-        elif c.ref is not None:
-            center = next((i for i, e in enumerate(s.entries) if e.ref == c.ref), None)
-            if center is None:
-                raise ApiError(404, "REF_NOT_FOUND", f"no entry {c.ref!r} in about {body.about} at knownAt")
-            exact = True
-        elif c.time is not None:
-            center = cursors.locate(keys, c.time)
-            exact = center < n and keys[center].occurred_at == c.time
-        elif op in ("goto", "near"):
-            raise ApiError(422, "CURSOR_REQUIRED", f"{op} needs cursor.ref, cursor.time or cursor.token")
-        if op in ("goto", "near"):
-            assert center is not None
-            w = cursors.Window(0, 0) if op == "goto" else cursors.Window(body.window.before, body.window.after)
-            idx = cursors.near(n, center, w)
-            direction, nxt_key, more = "around", None, False
-        elif op == "rewind":
-            stop = n if center is None else center
-            idx = range(max(0, stop - body.limit), stop)
-            direction, nxt_key, more = "backward", (keys[idx.start] if idx else None), idx.start > 0
-        else:
-            start = 0 if center is None else center + (1 if exact else 0)
-            idx = range(start, min(n, start + body.limit))
-            direction, nxt_key, more = "forward", (keys[idx[-1]] if idx else None), idx.stop < n
-        token = cursors.encode_cursor(nxt_key, direction) if nxt_key is not None and more else None
-        resolved = s.entry_view(s.entries[center]) if center is not None and center < n and exact else None
-        warnings = [] if n else ["NO_MEMORY: nothing was known about this about at knownAt"]
-        return NavOut(about=body.about, known_at=s.known_at, direction=direction, resolved=resolved,
-                      entries=q.entries_in(s, idx), page=Page(returned=len(idx), total=n, has_more=more,
-                                                               next_cursor=token), warnings=warnings)  # fmt: skip
+        c = body.cursor
+        try:
+            m = move(s, op, c.ref, c.time, c.token, body.window.before, body.window.after, body.limit)
+        except NavError as exc:
+            raise ApiError(exc.status, exc.code, exc.detail) from exc
+        resolved = s.entry_view(s.entries[m.landed]) if m.landed is not None else None
+        warnings = [] if s.entries else ["NO_MEMORY: nothing was known about this about at knownAt"]
+        return NavOut(about=body.about, known_at=s.known_at, direction=m.direction, resolved=resolved,
+                      entries=q.entries_in(s, m.indices),
+                      page=Page(returned=len(m.indices), total=len(s.entries), has_more=m.has_more,
+                                next_cursor=m.next_cursor), warnings=warnings)  # fmt: skip
 
     nav_doc = {
         "goto": "Move to a moment or a reference: the entry the cursor lands on (ref, time or token).",

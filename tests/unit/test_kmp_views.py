@@ -3,11 +3,24 @@ summary-versus-raw rule, all from the incident story as the read model would hol
 
 from __future__ import annotations
 
+import pytest
+
 from contracts.kmp_records import decode_kmp
 from contracts.topics import TopicNames
 from processors.kmp_core import KmpDriver
 from projections.kmp_queries import inspect
-from projections.kmp_views import SUMMARY_CHARS, EntryRow, EvidenceView, RelationView, Snapshot, trace, wake
+from projections.kmp_views import (
+    SUMMARY_CHARS,
+    EntryRow,
+    EvidenceView,
+    Moved,
+    NavError,
+    RelationView,
+    Snapshot,
+    move,
+    trace,
+    wake,
+)
 from tests.kmp_story import story
 from tests.unit.test_kmp_processor import T0, envelope
 
@@ -67,3 +80,42 @@ def test_inspect_reads_a_summary_unless_raw_is_asked() -> None:
     ev = inspect(s, "ev-diff", True, True, True, raw=False)
     assert ev is not None and ev.kind == "evidence" and ev.evidence_item is not None
     assert inspect(s, "nope", True, True, True, raw=False) is None
+
+
+def test_moving_through_time() -> None:
+    s = snapshot_of_story()
+    refs = [e.ref for e in s.entries]
+
+    def names(m: Moved) -> list[str]:
+        return [refs[i] for i in m.indices]
+
+    goto = move(s, "goto", "dec-rollback", None, None, 3, 3, 10)
+    assert names(goto) == ["dec-rollback"] and goto.landed == refs.index("dec-rollback")
+    assert names(move(s, "near", None, T0 + 14 * 60_000, None, 1, 1, 10)) == ["q-canary", "dec-rollback", "res-fixed"]
+    # A time between two entries lands on none: near shows the one after it and its neighbours.
+    between = move(s, "near", None, T0 + 13 * 60_000, None, 1, 0, 10)
+    assert between.landed is None and names(between) == ["q-canary", "dec-rollback"]
+    # Paging backward from the end and forward from the start visit everything once, in order.
+    back, token = True, None
+    seen: list[str] = []
+    while back:
+        m = move(s, "rewind", None, None, token, 0, 0, 4)
+        seen = names(m) + seen
+        token, back = m.next_cursor, m.has_more
+    assert seen == refs
+    token, ahead = None, True
+    seen = []
+    while ahead:
+        m = move(s, "forward", None, None, token, 0, 0, 3)
+        seen += names(m)
+        token, ahead = m.next_cursor, m.has_more
+    assert seen == refs
+    with pytest.raises(NavError) as err:
+        move(s, "goto", None, None, None, 0, 0, 1)
+    assert (err.value.status, err.value.code) == (422, "CURSOR_REQUIRED")
+    with pytest.raises(NavError) as err:
+        move(s, "forward", None, None, "bm90LWEtdG9rZW4", 0, 0, 1)
+    assert err.value.code == "INVALID_CURSOR"
+    with pytest.raises(NavError) as err:
+        move(s, "near", "ghost", None, None, 1, 1, 1)
+    assert (err.value.status, err.value.code) == (404, "REF_NOT_FOUND")
