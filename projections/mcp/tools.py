@@ -1,44 +1,89 @@
-"""The MCP tool table: each tool is one HTTP API operation, its input schema the route's own
-request model, so MCP and HTTP mean the same thing (seed 001: "same request, same result").
+"""The MCP tool table: each tool is one HTTP API operation, and its input schema is generated
+from the very Pydantic models the route uses, so MCP and HTTP take the same input and answer the
+same thing ("same request, same result").
 
-Adding a tool is one ``ToolSpec`` row. Reserved for KSTAR (a server named ``kstar``, X-25):
-store_trace, query_memory, query_traces, store_perception, store_fact, store_skill, update_skill
-(alias update_skill_maturity), store_control_token, verify_control_token, revoke_control_token,
-get_token_lineage, export_memory (alias export_bundle), import_bundle.
+A ``ToolSpec`` names the route (``method``, ``path``) and its models:
+
+- ``body``: the route's request body model; the tool's arguments are the body. For
+  ``POST /api/v1/envelopes`` (``envelope="proposal"``...) it is the payload model the route checks
+  for that ``type`` (``contracts.models.PAYLOAD_MODELS``), and the arguments are the envelope's payload.
+- ``query``: the route's path and query parameters, one field per parameter named as in the route
+  (``proposal_id`` fills ``{proposal_id}``, ``as_of`` is ``?as_of=``); the tool takes them camelCase
+  (``proposalId``, ``asOf``), like the body fields.
+
+Adding a tool is one ``ToolSpec`` row (tests/unit/test_mcp_tools.py checks each row against the
+app's routes). The KMP names are taken by the ``/kmp/v1/*`` rows below: kernel_ingest,
+kernel_write_memory, kernel_wake, kernel_ask, kernel_goto, kernel_near, kernel_rewind,
+kernel_forward, kernel_trace, kernel_inspect.
 """
+
+# Reserved for KSTAR (its own MCP server, named ``kstar``; not built yet): store_trace, query_memory,
+# query_traces, store_perception, store_fact, store_skill, update_skill (alias update_skill_maturity),
+# store_control_token, verify_control_token, revoke_control_token, get_token_lineage, export_memory
+# (alias export_bundle), import_bundle.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from contracts.models import MAX_ID, MAX_LABEL, ProposalPayload, VotePayload
+from contracts.models import MAX_ID, MAX_LABEL, PAYLOAD_MODELS, ProposalPayload, VotePayload
 from projections.http import kmp_models as kmp
 from projections.http.caml import ObserveIn, RecallIn, ValidateIn
+from projections.http.limits import MAX_INSTANT, MAX_TOKEN
 from projections.http.memory import AddIn, SearchIn
 
 Method = Literal["GET", "POST"]
+ENVELOPES_PATH = "/api/v1/envelopes"
 
 
-class ToolArgs(BaseModel):
+class Params(BaseModel):
+    """Path and query parameters of a route: field names are the route's, arguments camelCase."""
+
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
-class ProposalRef(ToolArgs):
-    proposal_id: Annotated[str, Field(min_length=1, max_length=MAX_ID)]
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
+WaitMs = Annotated[int | None, Field(ge=0, le=30_000, description="how long to wait for the verdict (ms)")]
 
 
-class FactAsOf(ToolArgs):
-    fact_key: Annotated[str, Field(min_length=1, max_length=MAX_ID)]
-    as_of: str | None = Field(default=None, description="ISO 8601 instant; default: the current version")
+class Consistent(Params):
+    """The consistency parameters every read route takes (``projections.http.context.consistency_params``)."""
+
+    consistency: Annotated[str | None, Field(max_length=MAX_TOKEN)] = Field(
+        default=None, description="a consistencyToken a write of your tenant returned: wait until it is visible"
+    )
+    wait_ms: Annotated[int | None, Field(ge=0)] = Field(
+        default=None, description="how long to wait for the consistency token (ms, default 5000, capped at 30000)"
+    )
 
 
-class ClawsWith(ToolArgs):
-    capability: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
+class ProposalQuery(Consistent):
+    proposal_id: Id
+
+
+class FactQuery(Consistent):
+    fact_key: Id
+    as_of: Annotated[str | None, Field(max_length=MAX_INSTANT)] = Field(
+        default=None, description="ms since the epoch or ISO-8601 with a zone: the version valid then"
+    )
+
+
+class ClawsQuery(Consistent):
+    capability: Annotated[str | None, Field(max_length=MAX_LABEL)] = Field(
+        default=None, description="e.g. logs.read (matches logs.read:/var/log/app/*)"
+    )
+
+
+class WaitQuery(Params):
+    """``?wait_ms=`` of the write routes that wait for their verdict."""
+
+    wait_ms: WaitMs = None
 
 
 @dataclass(frozen=True)
@@ -46,61 +91,94 @@ class ToolSpec:
     name: str
     description: str
     method: Method
-    path: str  # may hold {placeholders} filled from the arguments of the same (snake_case) name
-    model: type[BaseModel]
-    # Turns the tool's arguments into the HTTP body (default: the arguments as they are).
-    body: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    query: tuple[str, ...] = field(default=())  # arguments sent as query parameters (camelCase names)
+    path: str  # {placeholders} are fields of ``query``
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    envelope: str | None = None  # POST /api/v1/envelopes: the body is the payload of an envelope of this type
 
+    def __post_init__(self) -> None:
+        envelope_ok = self.path == ENVELOPES_PATH and PAYLOAD_MODELS.get(self.envelope or "") is self.body
+        if self.envelope is not None and not envelope_ok:
+            raise ValueError(f"{self.name}: an envelope tool posts {ENVELOPES_PATH} with that type's payload model")
+        if self.method == "GET" and self.body is not None:
+            raise ValueError(f"{self.name}: a GET route has no body")
+        overlap = set(self.query_fields().values()) & set(self._body_schema().get("properties", {}))
+        if overlap:
+            raise ValueError(f"{self.name}: {sorted(overlap)} are both body fields and parameters")
+
+    def query_fields(self) -> dict[str, str]:
+        """Route parameter name -> tool argument name."""
+        if self.query is None:
+            return {}
+        return {name: f.alias or name for name, f in self.query.model_fields.items()}
+
+    def path_params(self) -> list[str]:
+        return [seg[1:-1] for seg in self.path.split("/") if seg.startswith("{") and seg.endswith("}")]
+
+    def _body_schema(self) -> dict[str, Any]:
+        return self.body.model_json_schema(by_alias=True) if self.body is not None else {}
+
+    @cached_property
     def input_schema(self) -> dict[str, Any]:
-        return self.model.model_json_schema(by_alias=True)
-
-
-def _envelope(kind: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    return lambda args: {"type": kind, "payload": args}
+        """The body model's JSON schema, with the route's parameters added as properties."""
+        schema = self._body_schema() or {"type": "object", "properties": {}, "additionalProperties": False}
+        if self.query is not None:
+            params = self.query.model_json_schema(by_alias=True)
+            schema = copy.deepcopy(schema)
+            schema.setdefault("properties", {}).update(params["properties"])
+            required = [*schema.get("required", []), *params.get("required", [])]
+            if required:
+                schema["required"] = required
+            if "$defs" in params:
+                schema.setdefault("$defs", {}).update(params["$defs"])
+            schema.setdefault("title", params.get("title", self.name))
+        return schema
 
 
 TOOLS: tuple[ToolSpec, ...] = (
-    # The knowledge pool: proposals, votes, facts, claws.
-    ToolSpec("propose", "Propose a shared fact (a quorum of claws votes on it).", "POST", "/api/v1/envelopes",
-             ProposalPayload, body=_envelope("proposal")),
-    ToolSpec("vote", "Vote YES or NO on a proposal.", "POST", "/api/v1/envelopes", VotePayload,
-             body=_envelope("vote")),
-    ToolSpec("proposal_status", "A proposal with its votes, tally, decision and fact.", "GET",
-             "/api/v1/proposals/{proposal_id}", ProposalRef),
-    ToolSpec("fact_as_of", "A shared fact: its current version and history, or the version valid at asOf.", "GET",
-             "/api/v1/facts/{fact_key}", FactAsOf, query=("asOf",)),
-    ToolSpec("find_claws", "Claws of your tenant, optionally those announcing a capability.", "GET",
-             "/api/v1/claws", ClawsWith, query=("capability",)),
-    # CAML: collective memory across operators.
-    ToolSpec("caml_observe", "Share an observation with the collective pool (PII-gated).", "POST",
-             "/caml/v1/observe", ObserveIn),
-    ToolSpec("caml_recall", "Recall observations for a natural-language query, ranked by the composite score.",
-             "POST", "/caml/v1/recall", RecallIn),
-    ToolSpec("caml_validate", "Say whether an observation held when you acted on it.", "POST", "/caml/v1/validate",
-             ValidateIn),
-    # KMMS: the claw's own layered memory.
-    ToolSpec("memory_add", "Add an episode (a conversation or a note) to your memory.", "POST",
-             "/api/v1/memory/episodes", AddIn),
-    ToolSpec("memory_search", "Search your memory top-down, with confidence and provenance.", "POST",
-             "/api/v1/memory/search", SearchIn),
-    ToolSpec("memory_ask", "Ask your memory: a hedged answer and the retrieval behind it.", "POST",
-             "/api/v1/memory/ask", SearchIn),
-    # KMP: navigable process memory (seed 001).
+    # The knowledge pool: proposals, votes, facts, claws (docs/architecture.md).
+    ToolSpec("propose", "Propose a shared fact; a quorum of your tenant's claws votes on it. Answers the write's "
+             "consistencyToken: give it to proposal_status as consistency.", "POST", ENVELOPES_PATH,
+             body=ProposalPayload, envelope="proposal"),
+    ToolSpec("vote", "Vote YES or NO on a proposal of your tenant.", "POST", ENVELOPES_PATH, body=VotePayload,
+             envelope="vote"),
+    ToolSpec("proposal_status", "A proposal with its votes (and why any were refused), tally, decision and fact.",
+             "GET", "/api/v1/proposals/{proposal_id}", query=ProposalQuery),
+    ToolSpec("fact_as_of", "A shared fact: the current version and its history, or with asOf the version valid "
+             "at that instant.", "GET", "/api/v1/facts/{fact_key}", query=FactQuery),
+    ToolSpec("find_claws", "Claws of your tenant, optionally only those announcing a capability.", "GET",
+             "/api/v1/claws", query=ClawsQuery),
+    # CAML: collective memory across operators (docs/caml.md).
+    ToolSpec("caml_observe", "Share an observation with every operator's claws (PII-gated, rate-limited).",
+             "POST", "/caml/v1/observe", body=ObserveIn, query=WaitQuery),
+    ToolSpec("caml_recall", "Recall observations of every operator for a natural-language query, best first.",
+             "POST", "/caml/v1/recall", body=RecallIn),
+    ToolSpec("caml_validate", "Say whether an observation held when you acted on it (CONFIRMED, REFUTED, "
+             "INCONCLUSIVE).", "POST", "/caml/v1/validate", body=ValidateIn, query=WaitQuery),
+    # KMMS: the claw's own layered memory (docs/kmms.md).
+    ToolSpec("memory_add", "Add an episode (messages or content) to your memory.", "POST",
+             "/api/v1/memory/episodes", body=AddIn, query=WaitQuery),
+    ToolSpec("memory_search", "Search your memory: hits with layer, confidence, hedging and provenance.", "POST",
+             "/api/v1/memory/search", body=SearchIn),
+    ToolSpec("memory_ask", "Ask your memory: a hedged answer (null when it abstains) and the search behind it.",
+             "POST", "/api/v1/memory/ask", body=SearchIn),
+    # KMP: navigable process memory (docs/kmp.md).
     ToolSpec("kernel_ingest", "KMP strict write: dimensions, entries, relations and evidence of one about.", "POST",
-             "/kmp/v1/ingest", kmp.IngestIn),
+             "/kmp/v1/ingest", body=kmp.IngestIn, query=WaitQuery),
     ToolSpec("kernel_write_memory", "KMP writer helper: one entry and its connections, checked and compiled.",
-             "POST", "/kmp/v1/write-memory", kmp.WriteMemoryIn),
-    ToolSpec("kernel_wake", "KMP: the minimal state to continue a case.", "POST", "/kmp/v1/wake", kmp.WakeIn),
+             "POST", "/kmp/v1/write-memory", body=kmp.WriteMemoryIn, query=WaitQuery),
+    ToolSpec("kernel_wake", "KMP: the minimal state to continue a case.", "POST", "/kmp/v1/wake", body=kmp.WakeIn),
     ToolSpec("kernel_ask", "KMP: answer material with evidence and a confidence (UNKNOWN without evidence).",
-             "POST", "/kmp/v1/ask", kmp.AskIn),
-    ToolSpec("kernel_goto", "KMP: move to a moment or a reference.", "POST", "/kmp/v1/goto", kmp.NavIn),
+             "POST", "/kmp/v1/ask", body=kmp.AskIn),
+    ToolSpec("kernel_goto", "KMP: move to a moment or a reference.", "POST", "/kmp/v1/goto", body=kmp.NavIn),
     ToolSpec("kernel_near", "KMP: what happened around a moment or a reference.", "POST", "/kmp/v1/near",
-             kmp.NavIn),
-    ToolSpec("kernel_rewind", "KMP: move backward in time.", "POST", "/kmp/v1/rewind", kmp.NavIn),
-    ToolSpec("kernel_forward", "KMP: move forward in time.", "POST", "/kmp/v1/forward", kmp.NavIn),
-    ToolSpec("kernel_trace", "KMP: the relation path between two refs.", "POST", "/kmp/v1/trace", kmp.TraceIn),
+             body=kmp.NavIn),
+    ToolSpec("kernel_rewind", "KMP: move backward in time.", "POST", "/kmp/v1/rewind", body=kmp.NavIn),
+    ToolSpec("kernel_forward", "KMP: move forward in time.", "POST", "/kmp/v1/forward", body=kmp.NavIn),
+    ToolSpec("kernel_trace", "KMP: the relation path between two refs.", "POST", "/kmp/v1/trace", body=kmp.TraceIn),
     ToolSpec("kernel_inspect", "KMP: one node with its links and evidence (raw text only when asked).", "POST",
-             "/kmp/v1/inspect", kmp.InspectIn),
+             "/kmp/v1/inspect", body=kmp.InspectIn),
 )  # fmt: skip
-BY_NAME = {t.name: t for t in TOOLS}
+BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
+if len(BY_NAME) != len(TOOLS):
+    raise ValueError("MCP tool names must be unique")
