@@ -40,12 +40,31 @@ def _doc(**schema: Any) -> Any:
     return Field(default=None, json_schema_extra=schema)
 
 
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its own ``$defs`` put in place: nested in a branch, ``#/$defs/...`` would point
+    at the document's root, where they are not (payload models are not recursive)."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    out: dict[str, Any] = walk(schema)
+    return out
+
+
 def _per_type(schema: dict[str, Any]) -> None:
     """OpenAPI: the payload (and the schema versions) ``type`` selects, one branch per type. The
     gateway checks this when it builds the envelope (INVALID_FIELD); the document says it upfront."""
     branches: list[Any] = []
     for t in sorted(CLAW_PUBLISHED):
-        payload = PAYLOAD_MODELS[t].model_json_schema(by_alias=True)
+        payload = _inlined(PAYLOAD_MODELS[t].model_json_schema(by_alias=True))
         for prop in payload["properties"].values():
             if prop.get("format") == "binary":  # bytes travel in JSON as strings (UTF-8)
                 del prop["format"]
