@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import httpx
 from confluent_kafka import Producer
@@ -114,16 +115,19 @@ def run_vote(clients: dict[str, ClawClient], api_url: str, headers: dict[str, st
                                  trace_id=pid)  # fmt: skip
     console.print(f"claw-3 proposed [italic]{STATEMENT!r}[/italic]; claw-2 voted twice, claw-1 and claw-4 once")
     view: dict[str, object] = {}
+    fact: dict[str, Any] = {}
     with httpx.Client(base_url=api_url, headers=headers, timeout=30) as http:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             r = http.get(f"/api/v1/proposals/{pid}")
             if r.status_code == 200 and r.json()["decision"] and any(
                     v["status"] == "REFUSED" for v in r.json()["votes"]):  # fmt: skip
-                view = r.json()
-                break
+                # The decision and the fact it publishes reach their read models separately.
+                f = http.get(f"/api/v1/facts/{fact_key}")
+                if f.status_code == 200 and f.json().get("current"):
+                    view, fact = r.json(), f.json()
+                    break
             time.sleep(0.2)
-        fact = http.get(f"/api/v1/facts/{fact_key}").json() if view else {}
     if not view:
         console.print("[red]Outcome: no decision within 60 s[/red]")
         return False
