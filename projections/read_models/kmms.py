@@ -188,8 +188,16 @@ class KmmsProjection:
     @staticmethod
     def _erase(cur: Cur, s: str, ev: KmmsEvent, rec: LogRecord) -> ErasureMark:
         who = (ev.tenant, ev.claw_id, ev.scope)
+        # Vectors come on their own topic, so a replay may fold one of an episode told *after* the
+        # erasure before the erasure itself: delete only the vectors of units and nodes the memory
+        # holds now (those told before it; a later vector of theirs is skipped by the mark).
+        mine = "tenant = %s AND claw_id = %s AND scope = %s"
+        cur.execute(f"DELETE FROM {s}.kmms_vectors WHERE {mine} AND (unit_id IN (SELECT unit_id FROM {s}.kmms_units "
+                    f"WHERE {mine}) OR unit_id IN (SELECT node_id FROM {s}.kmms_nodes WHERE {mine}))",
+                    (*who, *who, *who))  # fmt: skip
         for table in TABLES:
-            cur.execute(f"DELETE FROM {s}.{table} WHERE tenant = %s AND claw_id = %s AND scope = %s", who)
+            if table != "kmms_vectors":
+                cur.execute(f"DELETE FROM {s}.{table} WHERE {mine}", who)
         cur.execute(
             f"INSERT INTO {s}.kmms_erasures VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
             (*who, ev.event_id, ev.node_id or "", ev.related_id, ev.detail, ev.at, rec.partition, rec.offset),
