@@ -51,18 +51,29 @@ def _unpack(packed: Sequence[bytes]) -> tuple[tuple[str, bytes], ...]:
     return tuple(out)
 
 
-def add(conn: Conn, processor: str, outputs: Sequence[OutRecord]) -> None:
+def add(conn: Conn, processor: str, outputs: Sequence[OutRecord]) -> list[OutboxRow]:
+    """Write outputs in one COPY (seqs drawn first, so the caller keeps the rows and need not
+    read them back to publish them)."""
     if not outputs:
-        return
-    with conn.cursor() as cur:
-        cur.executemany(
-            "INSERT INTO hivemem.outbox (processor, topic, partition, key, value, headers) "
-            "VALUES (%s, %s, %s, %s, %s, %s)",
-            [(processor, o.topic, o.partition, o.key, o.value, _pack(o.headers)) for o in outputs],
-        )
+        return []
+    seqs = [int(str(r[0])) for r in conn.execute(_NEXT_SEQS, (len(outputs),)).fetchall()]
+    rows = [OutboxRow(seq, o.topic, o.partition, o.key, o.value, o.headers)
+            for seq, o in zip(seqs, outputs, strict=True)]  # fmt: skip
+    with conn.cursor() as cur, cur.copy(_COPY) as copy:
+        copy.set_types(["text", "int8", "text", "int4", "bytea", "bytea", "bytea[]"])
+        for r in rows:
+            copy.write_row((processor, r.seq, r.topic, r.partition, r.key, r.value, _pack(r.headers)))
+    return rows
 
 
-def unsent(conn: Conn, processor: str, limit: int = 10_000) -> list[OutboxRow]:
+_NEXT_SEQS = "SELECT nextval(pg_get_serial_sequence('hivemem.outbox', 'seq')) FROM generate_series(1, %s)"
+_COPY = "COPY hivemem.outbox (processor, seq, topic, partition, key, value, headers) FROM STDIN (FORMAT BINARY)"
+
+
+UNSENT_LIMIT = 10_000  # rows per publish round read from the outbox
+
+
+def unsent(conn: Conn, processor: str, limit: int = UNSENT_LIMIT) -> list[OutboxRow]:
     rows = conn.execute("SELECT seq, topic, partition, key, value, headers FROM hivemem.outbox "
                         "WHERE processor = %s ORDER BY seq LIMIT %s", (processor, limit)).fetchall()  # fmt: skip
     return [OutboxRow(int(str(r[0])), str(r[1]), int(str(r[2])), r[3], r[4], _unpack(r[5]))  # type: ignore[arg-type]

@@ -21,6 +21,10 @@ runs on it):
    ``hm-out: <name>:<seq>`` (idempotent producer, acks=all) and flushed; then, in one
    transaction, the acknowledged rows are deleted and each partition's mark moves past
    its last acknowledged record. So a mark is never beyond an unacknowledged output.
+   The rows to send are kept in memory from the commit (read from the outbox only after
+   a start or an outage). The deleting transaction does not wait for its WAL flush
+   (``synchronous_commit = off``): if a crash loses it, the rows and the older marks come
+   back, and step 5 finds those rows in Kafka and deletes them without sending them again.
 5. Recovery, on start and after every outage: unsent rows are first looked for in their
    partitions from the marks to the end; rows found there are deleted, the rest are sent.
    So every output reaches Kafka once, whatever moment the process died.
@@ -88,6 +92,8 @@ class StreamRuntime:
         self._producer: Producer | None = None
         self._marks: dict[TP, int] = {}
         self._unsent = True
+        # Outbox rows committed and not yet published; None: unknown, read them from the outbox.
+        self._pending: list[outbox.OutboxRow] | None = None
         self._beat = 0.0
         self._tick = 0.0
 
@@ -174,7 +180,8 @@ class StreamRuntime:
                 outputs = self.processor.process(fresh, now_ms)
                 if not fresh and not outputs:
                     return False
-                self._commit(outputs, fresh, 0)
+                rows = self._commit(outputs, fresh, 0)
+            self._keep(rows)
             return True
         except OUTAGES:
             raise
@@ -203,14 +210,20 @@ class StreamRuntime:
                     self._record_failure(conn, failure)
                     outputs += self.processor.refuse(failure)
                     refused += 1
-            self._commit(outputs, fresh, refused)
+            rows = self._commit(outputs, fresh, refused)
+        self._keep(rows)
         self.refused += refused
         return True
 
-    def _commit(self, outputs: list[OutRecord], fresh: list[LogRecord], refused: int) -> None:
+    def _keep(self, rows: list[outbox.OutboxRow]) -> None:
+        """Rows of a committed transaction: sent by the next publish round."""
+        if self._pending is not None:
+            self._pending += rows
+
+    def _commit(self, outputs: list[OutRecord], fresh: list[LogRecord], refused: int) -> list[outbox.OutboxRow]:
         conn = self._conn
         assert conn is not None
-        outbox.add(conn, self.name, outputs)
+        rows = outbox.add(conn, self.name, outputs)
         store_offsets(conn, self.name, fresh)
         if outputs:
             self._unsent = True
@@ -219,6 +232,7 @@ class StreamRuntime:
             progress.report(conn, self.name, "running", lag=self._lag(ends), records=len(fresh), refused=refused,
                             batch=True)  # fmt: skip
             self._beat = time.monotonic()
+        return rows
 
     @staticmethod
     def _record_failure(conn: Conn, f: Failure) -> None:
@@ -235,7 +249,12 @@ class StreamRuntime:
         conn = self._conn
         if not self._unsent or conn is None:
             return
-        rows = outbox.unsent(conn, self.name)
+        if self._pending is None:
+            rows = outbox.unsent(conn, self.name)
+            if len(rows) < outbox.UNSENT_LIMIT:
+                self._pending = []  # all of them: from now on, the commits say what is unsent
+        else:
+            rows, self._pending = self._pending, []
         if not rows:
             self._unsent = False
             return
@@ -275,6 +294,7 @@ class StreamRuntime:
         if failed:
             raise PublishFailed(f"outputs not acknowledged: {failed[0]}")
         with conn.transaction():
+            conn.execute("SET LOCAL synchronous_commit = off")  # see step 4 of the protocol
             outbox.delete(conn, self.name, [r.seq for r in rows])
             for tp, off in delivered.items():
                 self._marks[tp] = off + 1
@@ -320,6 +340,7 @@ class StreamRuntime:
             self._beat = time.monotonic()
 
     def _reset(self) -> None:
+        self._pending = None
         if self._producer is not None:
             # Nothing queued may be retried behind the recovery's back: drop it, start afresh.
             self._producer.purge()
