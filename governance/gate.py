@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from contracts.avro import ContractError, decode_record, envelope_from_decoded, signing_bytes
 from contracts.models import Envelope, Rejection
 from contracts.positions import LogPosition
+from contracts.signed_span import signed_bytes
 from contracts.topics import GOVERNED_TYPES, TopicNames, partition_key
 from governance.identity import KeyRefusal, KeyResolver, TenantPolicy
 
@@ -151,22 +152,24 @@ def check(rec: InboundRecord, cfg: GateConfig) -> Verdict:
     except ContractError as exc:
         return _reject(rec, exc.code, exc.detail)
     raw = decoded.record
-    meta = RecordMeta.of_raw(raw)  # kept on every refusal below, so its trace can be followed
+    # A refusal below keeps what the header says (RecordMeta.of_raw), so its trace can be followed.
     if decoded.writer.family != expected_type or raw.get("type") != expected_type:
         found = f"{decoded.writer.family}/{bounded(raw.get('type'), 40)}"
-        return _reject(rec, "TYPE_MISMATCH", f"topic carries {expected_type}, record is {found}", meta)
+        return _reject(
+            rec, "TYPE_MISMATCH", f"topic carries {expected_type}, record is {found}", RecordMeta.of_raw(raw)
+        )
     if raw.get("schemaVersion") != decoded.writer.version:
         detail = f"schemaVersion {bounded(raw.get('schemaVersion'), 20)} but written with v{decoded.writer.version}"
-        return _reject(rec, "SCHEMA_VERSION_MISMATCH", detail, meta)
+        return _reject(rec, "SCHEMA_VERSION_MISMATCH", detail, RecordMeta.of_raw(raw))
     for name in REQUIRED_HEADER:
         if not raw.get(name):
-            return _reject(rec, "MISSING_FIELD", f"required header field {name} is empty", meta)
+            return _reject(rec, "MISSING_FIELD", f"required header field {name} is empty", RecordMeta.of_raw(raw))
     if not raw.get("signature"):
-        return _reject(rec, "MISSING_FIELD", "required header field signature is empty", meta)
+        return _reject(rec, "MISSING_FIELD", "required header field signature is empty", RecordMeta.of_raw(raw))
     try:
         env = envelope_from_decoded(decoded)
     except ContractError as exc:
-        return _reject(rec, exc.code, exc.detail, meta)
+        return _reject(rec, exc.code, exc.detail, RecordMeta.of_raw(raw))
     policy = cfg.tenants.get(env.tenant)
     if policy is None:
         return _reject(rec, "UNKNOWN_TENANT", f"tenant {env.tenant!r} is not configured", env)
@@ -180,7 +183,8 @@ def check(rec: InboundRecord, cfg: GateConfig) -> Verdict:
         return _reject(rec, "UNKNOWN_KEY", f"no key {env.key_id!r} for claw {env.claw_id}", env)
     if isinstance(verifier, KeyRefusal):
         return _reject(rec, verifier.code, verifier.detail, env)
-    if not verifier.verify(signing_bytes(decoded.writer, decoded.writer_record), env.signature):
+    signed = signed_bytes(rec.value, decoded.writer) or signing_bytes(decoded.writer, decoded.writer_record)
+    if not verifier.verify(signed, env.signature):
         return _reject(rec, "BAD_SIGNATURE", "signature does not verify", env)
     if env.claw_id in policy.suspended_claws or cfg.suspensions.is_suspended(env.tenant, env.claw_id):
         return _reject(rec, "CLAW_SUSPENDED", f"claw {env.claw_id} is suspended", env)

@@ -12,11 +12,13 @@ import hashlib
 import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
 HMAC_PREFIX = "hmac:"
 
 
+@lru_cache(maxsize=65536)  # the gate derives one per envelope: cached, it is a dict probe
 def derive_deployment_key(operator_secret: bytes, tenant: str, claw_id: str) -> bytes:
     """Deployment key of one claw: HMAC-SHA256(operator secret, tenant/claw)."""
     info = f"hivemem/deployment/v1/{tenant}/{claw_id}".encode()
