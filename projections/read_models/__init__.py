@@ -43,3 +43,19 @@ def tenant_table(schema: str, table: str) -> list[str]:
 
 def schema_ddl(schema: str) -> list[str]:
     return [f"CREATE SCHEMA {schema}", f"GRANT USAGE ON SCHEMA {schema} TO {APP_ROLE}"]
+
+
+def copy_insert(cur: psycopg.Cursor[tuple[object, ...]], schema: str, table: str, cols: str,
+                rows: list[tuple[object, ...]]) -> None:  # fmt: skip
+    """Insert rows that are new (``ON CONFLICT DO NOTHING``) through one COPY into a session-local
+    table: an order of magnitude faster than one INSERT per row. Columns left out take their
+    defaults (e.g. ``projected_at``)."""
+    if not rows:
+        return
+    tmp = f"_fold_{schema}_{table}"
+    cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} AS SELECT {cols} FROM {schema}.{table} WITH NO DATA")
+    cur.execute(f"TRUNCATE {tmp}")
+    with cur.copy(f"COPY {tmp} ({cols}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+    cur.execute(f"INSERT INTO {schema}.{table} ({cols}) SELECT {cols} FROM {tmp} ON CONFLICT DO NOTHING")

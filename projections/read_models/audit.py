@@ -12,7 +12,7 @@ from contracts.avro import ContractError, decode_envelope, decode_rejection
 from contracts.topics import TopicNames
 from governance.identity import Verifier
 from governance.signing import verify_system_output
-from projections.read_models import DigestTable, schema_ddl, tenant_table
+from projections.read_models import DigestTable, copy_insert, schema_ddl, tenant_table
 from streams.records import LogRecord
 
 SYSTEM_TENANT = "_system"  # rows whose tenant could not be read (garbage bytes)
@@ -67,11 +67,7 @@ class AuditProjection:
         ]
 
     def fold(self, cur: psycopg.Cursor[tuple[object, ...]], schema: str, records: list[LogRecord]) -> None:
-        rows = [self._row(rec) for rec in records]
-        cur.executemany(
-            f"INSERT INTO {schema}.events ({_COLUMNS}) VALUES ({', '.join(['%s'] * 19)}) ON CONFLICT DO NOTHING",
-            rows,
-        )
+        copy_insert(cur, schema, "events", _COLUMNS, [self._row(rec) for rec in records])
 
     def _row(self, rec: LogRecord) -> tuple[object, ...]:
         out = (rec.topic, rec.partition, rec.offset)

@@ -20,7 +20,7 @@ import psycopg
 
 from contracts.kmp_records import KmpEvent, decode_kmp
 from contracts.topics import TopicNames
-from projections.read_models import DigestTable, schema_ddl, tenant_table
+from projections.read_models import DigestTable, copy_insert, schema_ddl, tenant_table
 from streams.records import LogRecord
 
 Cur = psycopg.Cursor[tuple[object, ...]]
@@ -127,13 +127,7 @@ def _bulk_insert(cur: Cur, schema: str, table: str, cols: str, rows: list[tuple[
     with ON CONFLICT DO NOTHING would (a dimension declared twice keeps its first title)."""
     key = len(_KEYS[table])
     unique = list({r[:key]: r for r in reversed(rows)}.values())[::-1]
-    tmp = f"_fold_{table}"
-    cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} AS SELECT {cols} FROM {schema}.{table} WITH NO DATA")
-    cur.execute(f"TRUNCATE {tmp}")
-    with cur.copy(f"COPY {tmp} ({cols}) FROM STDIN") as copy:
-        for row in unique:
-            copy.write_row(row)
-    cur.execute(f"INSERT INTO {schema}.{table} ({cols}) SELECT {cols} FROM {tmp} ON CONFLICT DO NOTHING")
+    copy_insert(cur, schema, table, cols, unique)
 
 
 # Each table's key: the leading columns of its insert list.
