@@ -6,20 +6,31 @@ Starts its own Kafka + Postgres + services in a temporary HIVEMEM_HOME, then mea
    the producer goes, until every one is audited);
 3. write->queryable latency at a fixed rate: audit row's projected_at minus the envelope's
    timestamp (same clock), p50/p95/p99.
+
+For phases 2 and 3 it also prints the CPU seconds each process (every service, Kafka, Postgres
+with its backends, the bench itself) spent, per envelope: the figure that says which process is
+the limit and why two machines differ. ``--profile DIR`` records the gate and the projectors
+with py-spy (``pip install py-spy``) during phase 2, as speedscope files.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import signal
 import statistics
+import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import psycopg
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.temp_stack import temporary_stack
+from bench.cpu import CpuSample, cpu_model, report
+from bench.temp_stack import running_stack, stack_pids
 from hivemem.demo import claw_client
 from hivemem.settings import Settings
 
@@ -57,11 +68,14 @@ def audited(db: str, trace: str) -> int:
     return int(row[0]) if row else 0
 
 
-def sustained(settings: Settings, n: int) -> float:
+def sustained(settings: Settings, n: int, pids: dict[str, int] | None = None,
+              profile: Path | None = None) -> tuple[float, dict[str, float]]:  # fmt: skip
     trace = f"bench-{uuid.uuid4().hex}"
     clients = [claw_client(settings, "acme", f"bench-{i}") for i in range(8)]
     envs = [clients[i % 8].build("episode", {"episodeId": f"e{i}", "about": f"a{i % 32}", "content": "bench",
                                              "occurredAt": 0}, trace_id=trace) for i in range(n)]  # fmt: skip
+    spies = spy(profile, pids or {}) if profile is not None else []
+    before = CpuSample.take(pids or {})
     t0 = time.perf_counter()
     for i, env in enumerate(envs):
         clients[i % 8].publish_envelope_async(env, lambda tok, err: None)
@@ -69,13 +83,31 @@ def sustained(settings: Settings, n: int) -> float:
         c.flush()
     while audited(settings.require_database(), trace) < n:
         time.sleep(0.1)
-    return n / (time.perf_counter() - t0)
+    wall = time.perf_counter() - t0
+    spent = CpuSample.take(pids or {}).since(before)
+    for p in spies:
+        p.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+        p.wait(60)
+    return n / wall, spent
 
 
-def latency(settings: Settings, rate: int, seconds: float) -> list[float]:
+def spy(out: Path, pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:
+    exe = shutil.which("py-spy")
+    if exe is None:
+        raise SystemExit("--profile needs py-spy on PATH (pip install py-spy)")
+    out.mkdir(parents=True, exist_ok=True)
+    return [subprocess.Popen([exe, "record", "--pid", str(pids[name]), "--rate", "100", "--format", "speedscope",
+                              "--output", str(out / f"{name}.speedscope.json")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for name in ("gate", "projectors") if name in pids]  # fmt: skip
+
+
+def latency(settings: Settings, rate: int, seconds: float, pids: dict[str, int] | None = None
+            ) -> tuple[list[float], dict[str, float]]:  # fmt: skip
     trace = f"lat-{uuid.uuid4().hex}"
     c = claw_client(settings, "acme", "bench-lat")
     n = int(rate * seconds)
+    before = CpuSample.take(pids or {})
     start = time.perf_counter()
     for i in range(n):
         target = start + i / rate
@@ -88,10 +120,11 @@ def latency(settings: Settings, rate: int, seconds: float) -> list[float]:
     db = settings.require_database()
     while audited(db, trace) < n:
         time.sleep(0.1)
+    spent = CpuSample.take(pids or {}).since(before)
     with psycopg.connect(db, autocommit=True) as conn:
         rows = conn.execute("SELECT extract(epoch FROM projected_at) * 1000 - envelope_ts FROM audit.events "
                             "WHERE trace_id = %s", (trace,)).fetchall()  # fmt: skip
-    return sorted(float(r[0]) for r in rows)
+    return sorted(float(r[0]) for r in rows), spent
 
 
 def pct(values: list[float], q: float) -> float:
@@ -100,19 +133,35 @@ def pct(values: list[float], q: float) -> float:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="hivemem bench pipeline")
-    ap.add_argument("--envelopes", type=int, default=20000)
+    ap.add_argument("--envelopes", type=int, default=50000)
     ap.add_argument("--rate", type=int, default=500)
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--profile", type=Path, default=None, help="record gate and projectors with py-spy into DIR")
+    ap.add_argument("--all-services", action="store_true",
+                    help="start every service, not only the measured path (the episodes then also feed KMMS: "
+                         "chunking, the embedding model, consolidation, all on the same cores)")  # fmt: skip
     args = ap.parse_args(argv)
-    with temporary_stack() as settings:
-        sustained(settings, 500)  # warm-up
+    services = None if args.all_services else ["gate", "projectors"]
+    with running_stack(services=services) as stack:
+        settings = stack.settings
+        pids = {**stack_pids(stack), "bench (producer)": os.getpid()}
+        sustained(settings, 2000)  # warm-up
         produce, consume = raw_kafka(settings.require_kafka(), args.envelopes)
-        e2e = sustained(settings, args.envelopes)
-        lat = latency(settings, args.rate, args.seconds)
+        e2e, spent = sustained(settings, args.envelopes, pids, args.profile)
+        lat, lat_spent = latency(settings, args.rate, args.seconds, pids)
+        print(f"machine                  {cpu_model()}, {os.cpu_count()} cores")
+        print(f"services                 {', '.join(stack.services)}")
         print(f"raw Kafka produce        {produce:10,.0f} msg/s")
         print(f"raw Kafka consume        {consume:10,.0f} msg/s")
-        print(f"gate + audit projection  {e2e:10,.0f} envelopes/s  ({e2e / produce:.1%} of raw produce)")
+        print(f"gate + audit projection  {e2e:10,.0f} envelopes/s  ({e2e / produce:.1%} of raw produce, "
+              f"{e2e / consume:.1%} of raw consume)")  # fmt: skip
+        print(f"CPU during the sustained phase ({args.envelopes:,} envelopes, {args.envelopes / e2e:.1f} s):")
+        print("\n".join(report(spent, args.envelopes, args.envelopes / e2e)))
         print(f"write->queryable at {args.rate}/s for {args.seconds:.0f} s (n={len(lat)}): "
               f"p50 {pct(lat, 0.5):.1f} ms  p95 {pct(lat, 0.95):.1f} ms  p99 {pct(lat, 0.99):.1f} ms  "
               f"mean {statistics.fmean(lat):.1f} ms")  # fmt: skip
+        print(f"CPU during the latency phase ({len(lat):,} envelopes):")
+        print("\n".join(report(lat_spent, len(lat), args.seconds)))
+        if args.profile is not None:
+            print(f"py-spy profiles (open in https://www.speedscope.app): {args.profile}")
         return 0

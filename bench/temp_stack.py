@@ -14,9 +14,10 @@ from hivemem.stack import Stack
 
 
 @contextmanager
-def temporary_stack(tenants: dict[str, bool] | None = None, tiers: dict[str, str] | None = None) -> Iterator[Settings]:
+def running_stack(tenants: dict[str, bool] | None = None, tiers: dict[str, str] | None = None,
+                  services: list[str] | None = None) -> Iterator[Stack]:  # fmt: skip
     """``tenants`` (name -> governance enabled) and ``tiers`` (name -> CAML tier) for the tenants file; default:
-    the demo tenants on the pro tier."""
+    the demo tenants on the pro tier. ``services``: which to start (default: all)."""
     home = Path(tempfile.mkdtemp(prefix="hivemem-bench-"))
     if tenants is not None or tiers is not None:
         write_default_config(home / "tenants.toml", tenants, tiers)
@@ -25,7 +26,24 @@ def temporary_stack(tenants: dict[str, bool] | None = None, tiers: dict[str, str
     stack = Stack(settings)
     try:
         stack.start_backends(say=lambda *_: None)
-        stack.start_services()
-        yield stack.settings
+        stack.start_services(services)
+        yield stack
     finally:
         stack.stop()
+
+
+@contextmanager
+def temporary_stack(tenants: dict[str, bool] | None = None, tiers: dict[str, str] | None = None) -> Iterator[Settings]:
+    with running_stack(tenants, tiers) as stack:
+        yield stack.settings
+
+
+def stack_pids(stack: Stack) -> dict[str, int]:
+    """The stack's processes by name: each service, the Kafka broker, the Postgres server."""
+    pids = {name: svc.proc.pid for name, svc in stack.services.items() if svc.proc is not None}
+    if stack.kafka is not None and stack.kafka.proc is not None:
+        pids["kafka"] = stack.kafka.proc.pid
+    if stack.postgres is not None:
+        for pidfile in stack.postgres.pgdata.rglob("postmaster.pid"):
+            pids["postgres"] = int(pidfile.read_text().split()[0])
+    return pids
