@@ -52,7 +52,11 @@ def proposal(h: httpx.Client, pid: str) -> dict[str, Any]:
 def decided(h: httpx.Client, pid: str, timeout: float = 60) -> dict[str, Any]:
     def ready() -> dict[str, Any] | None:
         r = h.get(f"/api/v1/proposals/{pid}")
-        return r.json() if r.status_code == 200 and r.json()["decision"] is not None else None
+        if r.status_code != 200 or r.json()["decision"] is None:
+            return None
+        # An approval's fact reaches its read model on its own topic, maybe a moment later.
+        view: dict[str, Any] = r.json()
+        return view if view["status"] != "APPROVED" or view.get("fact") else None
 
     return dict(wait_until(ready, timeout, what=f"a decision on {pid}"))
 
