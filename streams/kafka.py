@@ -26,7 +26,9 @@ def consumer_config(bootstrap: str, name: str) -> dict[str, Any]:
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
-        "fetch.wait.max.ms": 5,
+        # A fetch returns as soon as a record arrives (fetch.min.bytes 1): this is only how long
+        # the broker holds an empty one. Short, every idle consumer would keep the broker busy.
+        "fetch.wait.max.ms": 100,
         "fetch.message.max.bytes": OUTPUT_MAX_BYTES,
         "log_level": 3,
     }
