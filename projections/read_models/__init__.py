@@ -45,14 +45,23 @@ def schema_ddl(schema: str) -> list[str]:
     return [f"CREATE SCHEMA {schema}", f"GRANT USAGE ON SCHEMA {schema} TO {APP_ROLE}"]
 
 
+SMALL_BATCH = 64  # up to this many rows: one multi-row INSERT; more: COPY through a temp table
+
+
 def copy_insert(cur: psycopg.Cursor[tuple[object, ...]], schema: str, table: str, cols: str,
                 rows: list[tuple[object, ...]]) -> None:  # fmt: skip
-    """Insert rows that are new (``ON CONFLICT DO NOTHING``) through one COPY into a session-local
-    table: an order of magnitude faster than one INSERT per row. Columns left out take their
-    defaults (e.g. ``projected_at``)."""
+    """Insert rows that are new (``ON CONFLICT DO NOTHING``), in one statement for a small batch or
+    through one COPY into a session-local table for a large one: either is an order of magnitude
+    faster than one INSERT per row. Columns left out take their defaults (e.g. ``projected_at``)."""
     if not rows:
         return
+    if len(rows) <= SMALL_BATCH:
+        one = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
+        cur.execute(f"INSERT INTO {schema}.{table} ({cols}) VALUES {', '.join([one] * len(rows))} "
+                    "ON CONFLICT DO NOTHING", [v for row in rows for v in row])  # fmt: skip
+        return
     tmp = f"_fold_{schema}_{table}"
+    # Created again after a rolled-back batch took it away; emptied of the previous batch.
     cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} AS SELECT {cols} FROM {schema}.{table} WITH NO DATA")
     cur.execute(f"TRUNCATE {tmp}")
     with cur.copy(f"COPY {tmp} ({cols}) FROM STDIN") as copy:
