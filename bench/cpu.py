@@ -25,6 +25,11 @@ def _stat(pid: int) -> tuple[int, float] | None:
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS
 
 
+def own_cpu(pid: int) -> float:
+    got = _stat(pid)
+    return got[1] if got is not None else 0.0
+
+
 def tree_cpu(root: int) -> float:
     """CPU seconds of ``root`` and every live descendant (Postgres forks a backend per connection)."""
     parents: dict[int, int] = {}
@@ -51,7 +56,10 @@ class CpuSample:
 
     @classmethod
     def take(cls, pids: dict[str, int]) -> CpuSample:
-        return cls({name: tree_cpu(pid) for name, pid in pids.items()})
+        """Each process with its descendants, except this one (its children are the stack's own
+        processes, each counted under its name): only its own CPU."""
+        me = os.getpid()
+        return cls({name: own_cpu(pid) if pid == me else tree_cpu(pid) for name, pid in pids.items()})
 
     def since(self, before: CpuSample) -> dict[str, float]:
         return {n: self.seconds[n] - before.seconds.get(n, 0.0) for n in self.seconds}

@@ -21,8 +21,10 @@ import shutil
 import signal
 import statistics
 import subprocess
+import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -92,7 +94,8 @@ def sustained(settings: Settings, n: int, pids: dict[str, int] | None = None,
 
 
 def spy(out: Path, pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:
-    exe = shutil.which("py-spy")
+    # The virtualenv's own bin first: py-spy installed there need not be on PATH.
+    exe = shutil.which("py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     if exe is None:
         raise SystemExit("--profile needs py-spy on PATH (pip install py-spy)")
     out.mkdir(parents=True, exist_ok=True)
@@ -102,8 +105,7 @@ def spy(out: Path, pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:
             for name in ("gate", "projectors") if name in pids]  # fmt: skip
 
 
-def latency(settings: Settings, rate: int, seconds: float, pids: dict[str, int] | None = None
-            ) -> tuple[list[float], dict[str, float]]:  # fmt: skip
+def latency(settings: Settings, rate: int, seconds: float, pids: dict[str, int] | None = None) -> Latency:
     trace = f"lat-{uuid.uuid4().hex}"
     c = claw_client(settings, "acme", "bench-lat")
     n = int(rate * seconds)
@@ -122,9 +124,16 @@ def latency(settings: Settings, rate: int, seconds: float, pids: dict[str, int] 
         time.sleep(0.1)
     spent = CpuSample.take(pids or {}).since(before)
     with psycopg.connect(db, autocommit=True) as conn:
-        rows = conn.execute("SELECT extract(epoch FROM projected_at) * 1000 - envelope_ts FROM audit.events "
-                            "WHERE trace_id = %s", (trace,)).fetchall()  # fmt: skip
-    return sorted(float(r[0]) for r in rows), spent
+        rows = conn.execute("SELECT extract(epoch FROM projected_at) * 1000 - envelope_ts, log_time - envelope_ts "
+                            "FROM audit.events WHERE trace_id = %s", (trace,)).fetchall()  # fmt: skip
+    return Latency(sorted(float(str(r[0])) for r in rows), sorted(float(str(r[1])) for r in rows), spent)
+
+
+@dataclass(frozen=True)
+class Latency:
+    total: list[float]  # envelope timestamp -> audit row projected (ms)
+    to_kafka: list[float]  # envelope timestamp -> the broker's append time of the inbound record
+    cpu: dict[str, float]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -148,7 +157,8 @@ def main(argv: list[str]) -> int:
         sustained(settings, 2000)  # warm-up
         produce, consume = raw_kafka(settings.require_kafka(), args.envelopes)
         e2e, spent = sustained(settings, args.envelopes, pids, args.profile)
-        lat, lat_spent = latency(settings, args.rate, args.seconds, pids)
+        measured = latency(settings, args.rate, args.seconds, pids)
+        lat, lat_spent = measured.total, measured.cpu
         print(f"machine                  {cpu_model()}, {os.cpu_count()} cores")
         print(f"services                 {', '.join(stack.services)}")
         print(f"raw Kafka produce        {produce:10,.0f} msg/s")
@@ -160,6 +170,9 @@ def main(argv: list[str]) -> int:
         print(f"write->queryable at {args.rate}/s for {args.seconds:.0f} s (n={len(lat)}): "
               f"p50 {pct(lat, 0.5):.1f} ms  p95 {pct(lat, 0.95):.1f} ms  p99 {pct(lat, 0.99):.1f} ms  "
               f"mean {statistics.fmean(lat):.1f} ms")  # fmt: skip
+        to_kafka = measured.to_kafka
+        print(f"  of which producer -> Kafka (the inbound record's append time): p50 {pct(to_kafka, 0.5):.1f} ms  "
+              f"p99 {pct(to_kafka, 0.99):.1f} ms")  # fmt: skip
         print(f"CPU during the latency phase ({len(lat):,} envelopes):")
         print("\n".join(report(lat_spent, len(lat), args.seconds)))
         if args.profile is not None:
