@@ -3,7 +3,7 @@
 The jars are fetched once by ``mvn dependency:copy-dependencies`` on ``deploy/kafka/pom.xml``;
 storage is formatted with ``kafka.tools.StorageTool`` and the broker runs as ``kafka.Kafka``.
 Data lives under ``<home>/kafka`` and the chosen ports are remembered there, so a restart
-keeps the log and the bootstrap address.
+keeps the log and the bootstrap address. A cluster of three such nodes: ``deploy/kafka_cluster.py``.
 """
 
 from __future__ import annotations
@@ -64,6 +64,47 @@ def _java() -> str:
     return found
 
 
+def java_cmd(heap: str, main: str, *args: str) -> list[str]:
+    """The JVM command line that runs ``main`` from the broker jars."""
+    libs = ensure_jars()
+    return [_java(), f"-Xmx{heap}", "-XX:+UseG1GC",
+            f"-Dlog4j2.configurationFile={HERE / 'log4j2.properties'}",
+            "-cp", f"{libs}/*", main, *args]  # fmt: skip
+
+
+def new_cluster_id() -> str:
+    cluster_id = "-"
+    while cluster_id.startswith("-"):  # StorageTool would read "-..." as an option
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return cluster_id
+
+
+def format_storage(cfg: Path, cluster_id: str, heap: str) -> None:
+    """Format a node's log dirs for ``cluster_id`` (a no-op if they already are)."""
+    subprocess.run(java_cmd(heap, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(cfg),
+                            "--ignore-formatted"),
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def spawn_broker(cfg: Path, log_path: Path, heap: str) -> subprocess.Popen[bytes]:
+    """Start ``kafka.Kafka`` on ``cfg``; it dies with this process (parent-death signal)."""
+    log = open(log_path, "ab")  # noqa: SIM115 - owned by the child process
+    return subprocess.Popen(java_cmd(heap, "kafka.Kafka", str(cfg)), stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True, preexec_fn=die_with_parent)  # fmt: skip
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 30.0) -> None:
+    """SIGTERM (a broker's controlled shutdown), SIGKILL if it takes longer than ``timeout``."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class LocalKafka:
     """One broker+controller node. ``start()`` returns the bootstrap address."""
 
@@ -114,32 +155,22 @@ class LocalKafka:
                     "log.message.timestamp.type=LogAppendTime",
                     "auto.create.topics.enable=false",
                     "log.retention.hours=-1",
+                    # A local broker shares a few cores with everything else: few threads.
+                    "num.network.threads=2",
+                    "num.io.threads=2",
                     "",
                 ]
             )
         )
         return cfg
 
-    def _java_cmd(self, main: str, *args: str) -> list[str]:
-        libs = ensure_jars()
-        return [_java(), f"-Xmx{self.heap}", "-XX:+UseG1GC",
-                f"-Dlog4j2.configurationFile={HERE / 'log4j2.properties'}",
-                "-cp", f"{libs}/*", main, *args]  # fmt: skip
-
     def start(self, timeout: float = 90.0) -> str:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._choose_ports()
         cfg = self._write_config()
         if not (self.dir / "data" / "meta.properties").exists():
-            cluster_id = "-"
-            while cluster_id.startswith("-"):  # StorageTool would read "-..." as an option
-                cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-            subprocess.run(self._java_cmd("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                                          "-c", str(cfg), "--ignore-formatted"),
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        log = open(self.dir / "broker.log", "ab")  # noqa: SIM115 - owned by the child process
-        self.proc = subprocess.Popen(self._java_cmd("kafka.Kafka", str(cfg)), stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=die_with_parent)  # fmt: skip
+            format_storage(cfg, new_cluster_id(), self.heap)
+        self.proc = spawn_broker(cfg, self.dir / "broker.log", self.heap)
         self._wait_ready(timeout)
         return self.bootstrap
 
@@ -161,14 +192,7 @@ class LocalKafka:
         raise RuntimeError(f"Kafka did not start within {timeout:.0f} s; see {self.dir / 'broker.log'}")
 
     def stop(self, timeout: float = 30.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc, timeout)
         self.proc = None
 
     def alive(self) -> bool:

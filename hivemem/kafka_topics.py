@@ -1,4 +1,11 @@
-"""Creating HiveMem's topics (idempotent)."""
+"""Creating HiveMem's topics (idempotent).
+
+Replication: one copy on a single broker; on a cluster, three copies with
+``min.insync.replicas`` 2. With every HiveMem producer on ``acks=all`` (and idempotent), an
+acknowledged record is then on two nodes at least, and losing any one node neither loses
+it nor stops writes. Topics that already exist keep their replication (changing it is a
+partition reassignment, an operator's decision).
+"""
 
 from __future__ import annotations
 
@@ -14,14 +21,31 @@ def output_topics(names: TopicNames) -> list[str]:
     return [t for t in names.all_topics() if t not in claws_write]
 
 
-def ensure_topics(bootstrap: str, names: TopicNames, partitions: int = DEFAULT_PARTITIONS) -> None:
+def replication_for(brokers: int) -> int:
+    """The replication factor when none is configured: the broker count, up to 3."""
+    return max(1, min(3, brokers))
+
+
+def min_insync_for(replication_factor: int) -> int:
+    """2 of 3 (or more) copies: an acknowledged write survives one loss, and writes go on during
+    it. With 2 copies, 1: requiring both would stop every write while either broker is down."""
+    return 2 if replication_factor >= 3 else 1
+
+
+def ensure_topics(bootstrap: str, names: TopicNames, partitions: int = DEFAULT_PARTITIONS,
+                  replication_factor: int | None = None) -> None:  # fmt: skip
+    """Create the topics that are missing; ``replication_factor`` None: from the live broker count."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    existing = set(admin.list_topics(timeout=15).topics)
+    md = admin.list_topics(timeout=15)
+    existing = set(md.topics)
+    rf = replication_factor or replication_for(len(md.brokers))
     # The broker stamps records: clock-skew checks compare against broker time, replayably.
     base = {"message.timestamp.type": "LogAppendTime", "retention.ms": "-1"}
+    if rf > 1:
+        base["min.insync.replicas"] = str(min_insync_for(rf))
     outputs = set(output_topics(names))
     big = {**base, "max.message.bytes": str(OUTPUT_MAX_BYTES)}
-    new = [NewTopic(t, num_partitions=partitions, replication_factor=1, config=big if t in outputs else base)
+    new = [NewTopic(t, num_partitions=partitions, replication_factor=rf, config=big if t in outputs else base)
            for t in names.all_topics() if t not in existing]  # fmt: skip
     older = sorted(outputs & existing)
     if older:  # topics made before output records had room for their headers
@@ -31,6 +55,8 @@ def ensure_topics(bootstrap: str, names: TopicNames, partitions: int = DEFAULT_P
             fut.result()
     if not new:
         return
+    if rf > len(md.brokers):  # Kafka would say INVALID_REPLICATION_FACTOR; say why
+        raise RuntimeError(f"replication factor {rf} needs {rf} brokers; {len(md.brokers)} answer at {bootstrap}")
     for topic, fut in admin.create_topics(new, operation_timeout=30).items():
         try:
             fut.result()

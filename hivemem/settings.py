@@ -6,7 +6,10 @@ local broker), ``HIVEMEM_DATABASE_URL`` (unset: the embedded Postgres), ``HIVEME
 default ``$HIVEMEM_HOME/tenants.toml``, created with fresh random secrets on first use),
 ``HIVEMEM_PRESENCE_WINDOW_S`` (a claw is in the quorum basis while its last heartbeat is this
 recent; default 30), ``HIVEMEM_EXPIRY_GRACE_MS`` (how long past a deadline votes may still be
-read before the proposal expires; default 1000).
+read before the proposal expires; default 1000), ``HIVEMEM_KAFKA_BROKERS`` (how many local
+Kafka nodes ``hivemem up`` starts when no bootstrap is given: 1, or 3 or more for a KRaft
+cluster; default 1), ``HIVEMEM_KAFKA_REPLICATION`` (replication factor of the topics HiveMem
+creates; unset: the local cluster's size, or the broker count up to 3).
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ class Settings:
     config_path: Path
     presence_window_s: float = 30.0
     expiry_grace_ms: int = 1000
+    kafka_brokers: int = 1
+    kafka_replication: int | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -71,6 +76,8 @@ class Settings:
             config_path=Path(os.environ.get("HIVEMEM_CONFIG", str(home / "tenants.toml"))),
             presence_window_s=float(os.environ.get("HIVEMEM_PRESENCE_WINDOW_S", "30")),
             expiry_grace_ms=int(os.environ.get("HIVEMEM_EXPIRY_GRACE_MS", "1000")),
+            kafka_brokers=_kafka_brokers(os.environ.get("HIVEMEM_KAFKA_BROKERS", "1")),
+            kafka_replication=int(os.environ.get("HIVEMEM_KAFKA_REPLICATION") or 0) or None,
         )
 
     def voting(self) -> VotingConfig:
@@ -100,6 +107,14 @@ class Settings:
         if not self.config_path.exists():
             write_default_config(self.config_path)
         return parse_config(tomllib.loads(self.config_path.read_text()))
+
+
+def _kafka_brokers(raw: str) -> int:
+    n = int(raw)
+    if n == 2 or n < 1:
+        # Two controllers cannot lose one and keep a quorum: no safer than one, twice the cost.
+        raise ValueError(f"HIVEMEM_KAFKA_BROKERS must be 1, or 3 or more, not {n}")
+    return n
 
 
 def running_endpoints(home: Path) -> dict[str, str]:

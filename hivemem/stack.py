@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from deploy.kafka_cluster import LocalKafkaCluster
 from deploy.kafka_local import LocalKafka, free_port, port_free
 from deploy.postgres_local import LocalPostgres
 from hivemem.kafka_topics import ensure_topics
@@ -62,10 +63,23 @@ class ServiceProcess:
             self.proc.wait()
 
 
+def check_local_log(home: Path, brokers: int) -> None:
+    """Refuse to switch a home between the single broker and the local cluster: each has a log
+    of its own, while the read models and stored offsets in Postgres belong to the one they were
+    built from (against a fresh log, records below those offsets would be skipped)."""
+    single, cluster = home / "kafka" / "data", home / "kafka-cluster"
+    other = single if brokers > 1 else cluster
+    if other.exists():
+        raise RuntimeError(f"{home} holds the log of {'the single broker' if brokers > 1 else 'a local cluster'} "
+                           f"({other}); HIVEMEM_KAFKA_BROKERS={brokers} would start on an empty one. "
+                           "Use another HIVEMEM_HOME, or the same HIVEMEM_KAFKA_BROKERS as before.")  # fmt: skip
+
+
 class Stack:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.kafka: LocalKafka | None = None
+        self.kafka_cluster: LocalKafkaCluster | None = None  # HIVEMEM_KAFKA_BROKERS >= 3
         self.postgres: LocalPostgres | None = None
         self.services: dict[str, ServiceProcess] = {}
 
@@ -73,7 +87,15 @@ class Stack:
         s = self.settings
         s.home.mkdir(parents=True, exist_ok=True)
         bootstrap, db = s.kafka_bootstrap, s.database_url
+        replication = s.kafka_replication
         if not bootstrap:
+            check_local_log(s.home, s.kafka_brokers)
+        if not bootstrap and s.kafka_brokers > 1:
+            self.kafka_cluster = LocalKafkaCluster(s.home, s.kafka_brokers)
+            bootstrap = self.kafka_cluster.start()
+            replication = replication or self.kafka_cluster.size
+            say(f"Kafka (KRaft, local cluster of {s.kafka_brokers}) on {bootstrap}")  # type: ignore[operator]
+        elif not bootstrap:
             self.kafka = LocalKafka(s.home)
             bootstrap = self.kafka.start()
             say(f"Kafka (KRaft, local) on {bootstrap}")  # type: ignore[operator]
@@ -84,11 +106,14 @@ class Stack:
         self.settings = s = dataclasses.replace(s, kafka_bootstrap=bootstrap, database_url=db)
         config = s.load_config()
         migrate(db, config.app_db_password)
-        ensure_topics(bootstrap, s.topics)
-        if self.kafka is not None or self.postgres is not None:
+        ensure_topics(bootstrap, s.topics, replication_factor=replication)
+        if self._owns_backends():
             (s.home / "endpoints.json").write_text(json.dumps(
                 {"kafka_bootstrap": bootstrap, "database_url": db, "pid": os.getpid()}))  # fmt: skip
         return s
+
+    def _owns_backends(self) -> bool:
+        return self.kafka is not None or self.kafka_cluster is not None or self.postgres is not None
 
     def child_env(self) -> dict[str, str]:
         s = self.settings
@@ -146,11 +171,15 @@ class Stack:
         raise RuntimeError(f"HiveMem did not become ready in {timeout:.0f} s; see {self.settings.home / 'logs'}")
 
     def supervise_once(self) -> list[str]:
-        """Restart the local broker or any service that died; return their names."""
+        """Restart the local broker (or cluster node) or any service that died; return their names."""
         restarted = []
         if self.kafka is not None and not self.kafka.alive():
             self.kafka.start()
             restarted.append("kafka")
+        if self.kafka_cluster is not None:
+            for i in self.kafka_cluster.dead_nodes():
+                self.kafka_cluster.start_node(i)
+                restarted.append(f"kafka node {i}")
         for name, svc in self.services.items():
             if not svc.alive():
                 svc.restarts += 1
@@ -166,9 +195,11 @@ class Stack:
         for svc in reversed(list(self.services.values())):
             svc.stop()
         self.services.clear()
-        if self.kafka is not None or self.postgres is not None:
+        if self._owns_backends():
             (self.settings.home / "endpoints.json").unlink(missing_ok=True)
         if self.kafka is not None:
             self.kafka.stop()
+        if self.kafka_cluster is not None:
+            self.kafka_cluster.stop()
         if self.postgres is not None:
             self.postgres.stop()
