@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from contracts.avro import ContractError, decode_record, envelope_from_decoded, signing_bytes
 from contracts.models import Envelope, Rejection
 from contracts.positions import LogPosition
-from contracts.signed_span import signed_bytes
+from contracts.header_bytes import signed_bytes
 from contracts.topics import GOVERNED_TYPES, TopicNames, partition_key
 from governance.identity import KeyRefusal, KeyResolver, TenantPolicy
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import psycopg
 
 from contracts.avro import ContractError, decode_envelope, decode_rejection
+from contracts.header_bytes import read_header
 from contracts.topics import TopicNames
 from governance.identity import Verifier
 from governance.signing import verify_system_output
 from projections.read_models import DigestTable, copy_insert, schema_ddl, tenant_table
 from streams.records import LogRecord
 
+SYSTEM_OUTPUTS = ("decision", "fact")  # written by the governance processor, checked against its key
 SYSTEM_TENANT = "_system"  # rows whose tenant could not be read (garbage bytes)
 _COLUMNS = ("tenant, source_topic, source_partition, source_offset, outcome, reason_code, detail, "
             "type, trace_id, claw_id, instance_id, idempotency_key, event_id, envelope_ts, log_time, "
@@ -79,13 +81,18 @@ class AuditProjection:
                     r.idempotency_key, r.envelope_event_id, None, r.log_time, *out, r.processor)  # fmt: skip
         src = rec.source()
         src_topic, src_partition, src_offset = src.topic, src.partition, src.offset
+        h = read_header(rec.value)
+        if h is not None and h.type not in SYSTEM_OUTPUTS:  # behind the gate: the header is all it needs
+            return (h.tenant, src_topic, src_partition, src_offset, "ACCEPTED", None, None, h.type, h.trace_id,
+                    h.claw_id, h.instance_id, h.idempotency_key, h.event_id, h.timestamp, rec.log_time(), *out,
+                    "gate")  # fmt: skip
         try:
             env = decode_envelope(rec.value)
         except ContractError as exc:  # cannot happen behind the gate; recorded, not fatal
             return (SYSTEM_TENANT, src_topic, src_partition, src_offset, "REJECTED", exc.code,
                     exc.detail, None, None, None, None, None, None, None, rec.log_time(), *out, "gate")  # fmt: skip
         outcome, code, detail = "ACCEPTED", None, None
-        stage = "governance" if env.type in ("decision", "fact") else "gate"
+        stage = "governance" if env.type in SYSTEM_OUTPUTS else "gate"
         if stage == "governance" and self.output_verifier is not None:
             try:
                 verify_system_output(rec.value, self.output_verifier)
