@@ -63,6 +63,9 @@ HEARTBEAT_S = 1.0
 POLL_S = 0.1
 TICK_S = 0.2  # an idle loop still calls process([]) this often (the governance processor's expiry)
 FLUSH_TIMEOUT_S = 30.0
+WATERMARK_RETRY_S = 15.0  # longer than a leader election after a broker's loss
+# What a partition's end offset lookup says while the partition has no leader (a broker is gone).
+ELECTING = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION)
 
 
 class StreamRuntime:
@@ -266,8 +269,7 @@ class StreamRuntime:
         new = {(r.topic, r.partition) for r in rows} - set(self._marks)
         if new:
             for tp in sorted(new):
-                _, high = consumer.get_watermark_offsets(TopicPartition(*tp), timeout=5)
-                self._marks[tp] = int(high)
+                self._marks[tp] = self._end_offset(tp, stop)
             outbox.set_marks(conn, self.name, {tp: self._marks[tp] for tp in new})
         producer = self._producer or Producer(producer_config(self.bootstrap))
         self._producer = producer
@@ -303,6 +305,23 @@ class StreamRuntime:
                 self._marks[tp] = off + 1
             outbox.set_marks(conn, self.name, {tp: self._marks[tp] for tp in delivered})
 
+    def _end_offset(self, tp: TP, stop: threading.Event) -> int:
+        """A partition's end offset. While a partition elects a new leader (a broker of a cluster
+        went away) the lookup fails for a few seconds: retried here rather than taken for an
+        outage, whose recovery would drop the producer's queue and scan the marks again."""
+        consumer = self._consumer
+        assert consumer is not None
+        deadline = time.monotonic() + WATERMARK_RETRY_S
+        while True:
+            try:
+                return int(consumer.get_watermark_offsets(TopicPartition(*tp), timeout=5)[1])
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                electing = isinstance(err, KafkaError) and err.code() in ELECTING
+                if not electing or time.monotonic() > deadline or stop.is_set():
+                    raise
+                stop.wait(0.2)
+
     def _recover(self, stop: threading.Event) -> None:
         conn, consumer = self._conn, self._consumer
         assert conn is not None and consumer is not None
@@ -310,7 +329,7 @@ class StreamRuntime:
         start = {tp: off for tp, off in self._marks.items() if tp in {(r.topic, r.partition) for r in rows}}
         if not rows or not start:
             return
-        ends = {tp: int(consumer.get_watermark_offsets(TopicPartition(*tp), timeout=5)[1]) for tp in start}
+        ends = {tp: self._end_offset(tp, stop) for tp in start}
         found = outbox.scan_sent(self.bootstrap, self.name, start, ends, stop.is_set)
         done = [r.seq for r in rows if r.seq in found]
         if done:
