@@ -40,12 +40,13 @@ ConsistencyToken = LogPosition
 def producer_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
     return {
         "bootstrap.servers": bootstrap,
-        "enable.idempotence": True,
-        "acks": "all",
         "linger.ms": 2,
         # Broker outages surface through delivery reports; librdkafka's own log would repeat them.
         "log_level": 2,
         **extra,
+        # Last, so no caller's extra settings can give them up: no loss, no duplicates on retry.
+        "enable.idempotence": True,
+        "acks": "all",
     }
 
 
