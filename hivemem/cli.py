@@ -119,8 +119,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from bench.kmp import main as kmp_bench
 
         return kmp_bench(rest)
+    if which == "replay":
+        from bench.replay import main as replay_bench
+
+        return replay_bench(rest)
     if which != "pipeline":
-        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline, governance, caml, memory or kmp")
+        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline, governance, caml, memory, kmp "
+                      "or replay")  # fmt: skip
         return 2
     from bench.pipeline import main as pipeline_bench
 
@@ -159,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     mcp.add_argument("--token", default=None, help="bearer token (default HIVEMEM_TOKEN)")
     mcp.set_defaults(func=cmd_mcp)
-    bench = sub.add_parser("bench", help="benchmarks: hivemem bench pipeline|governance|caml|memory|kmp [options]")
+    bench = sub.add_parser(
+        "bench", help="benchmarks: hivemem bench pipeline|governance|caml|memory|kmp|replay [options]"
+    )
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
