@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from contracts.avro import ContractError, decode_record, envelope_from_decoded, signing_bytes
+from contracts.header_bytes import signed_bytes
 from contracts.models import Envelope, Rejection
 from contracts.positions import LogPosition
-from contracts.header_bytes import signed_bytes
 from contracts.topics import GOVERNED_TYPES, TopicNames, partition_key
 from governance.identity import KeyRefusal, KeyResolver, TenantPolicy
 
