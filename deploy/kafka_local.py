@@ -9,6 +9,7 @@ keeps the log and the bootstrap address. A cluster of three such nodes: ``deploy
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import shutil
 import signal
@@ -25,15 +26,19 @@ LIBS = HERE / "target" / "libs"
 
 
 def ensure_jars() -> Path:
-    """Fetch the broker jars through Maven if they are not there yet."""
+    """Fetch the broker jars through Maven if they are not there yet, or were fetched for another
+    version of the pom (the marker holds the pom's hash; old jars are removed first)."""
     marker = LIBS / ".complete"
-    if not marker.exists():
+    want = hashlib.sha256((HERE / "pom.xml").read_bytes()).hexdigest()
+    if not marker.exists() or marker.read_text().strip() != want:
         mvn = shutil.which("mvn")
         if mvn is None:
             raise RuntimeError("Maven (mvn) is needed to fetch the Kafka jars; install it first")
+        if LIBS.exists():
+            shutil.rmtree(LIBS)
         subprocess.run([mvn, "-q", "-B", "-f", str(HERE / "pom.xml"), "dependency:copy-dependencies"],
                        check=True)  # fmt: skip
-        marker.write_text("ok\n")
+        marker.write_text(want + "\n")
     return LIBS
 
 
