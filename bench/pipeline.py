@@ -75,7 +75,8 @@ def audited(db: str, trace: str) -> int:
     conn = _POLL.get(db)
     if conn is None or conn.closed:
         conn = _POLL[db] = psycopg.connect(db, autocommit=True)
-    row = conn.execute("SELECT count(*) FROM audit.events WHERE tenant = 'acme' AND trace_id = %s",
+    # The gate's verdicts only: with every service running, later stages (KMMS) add rows of their own.
+    row = conn.execute("SELECT count(*) FROM audit.events WHERE tenant = 'acme' AND trace_id = %s AND stage = 'gate'",
                        (trace,)).fetchone()  # fmt: skip
     return int(str(row[0])) if row else 0
 
@@ -145,7 +146,8 @@ def latency(settings: Settings, rate: int, seconds: float, pids: dict[str, int] 
     spent = CpuSample.take(pids or {}).since(before)
     with psycopg.connect(db, autocommit=True) as conn:
         rows = conn.execute("SELECT extract(epoch FROM projected_at) * 1000 - envelope_ts, log_time - envelope_ts "
-                            "FROM audit.events WHERE trace_id = %s", (trace,)).fetchall()  # fmt: skip
+                            "FROM audit.events WHERE trace_id = %s AND stage = 'gate'",
+                            (trace,)).fetchall()  # fmt: skip
     return Latency(sorted(float(str(r[0])) for r in rows), sorted(float(str(r[1])) for r in rows), spent)
 
 
