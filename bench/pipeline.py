@@ -67,21 +67,17 @@ def raw_kafka(bootstrap: str, n: int, size: int = 400) -> tuple[float, float]:
     return produce_rate, consume_rate
 
 
-_POLL: dict[str, psycopg.Connection[tuple[object, ...]]] = {}
+Db = psycopg.Connection[tuple[object, ...]]  # one for the whole run: a connection per poll costs a fork
 
 
-def audited(db: str, trace: str) -> int:
-    # One connection for all polls: a connection per poll costs Postgres a fork each time.
-    conn = _POLL.get(db)
-    if conn is None or conn.closed:
-        conn = _POLL[db] = psycopg.connect(db, autocommit=True)
+def audited(conn: Db, trace: str) -> int:
     # The gate's verdicts only: with every service running, later stages (KMMS) add rows of their own.
     row = conn.execute("SELECT count(*) FROM audit.events WHERE tenant = 'acme' AND trace_id = %s AND stage = 'gate'",
                        (trace,)).fetchone()  # fmt: skip
     return int(str(row[0])) if row else 0
 
 
-def sustained(settings: Settings, n: int, pids: dict[str, int] | None = None,
+def sustained(settings: Settings, db: Db, n: int, pids: dict[str, int] | None = None,
               profile: Path | None = None) -> tuple[float, dict[str, float]]:  # fmt: skip
     trace = f"bench-{uuid.uuid4().hex}"
     # Eight claws, one producer (as one process of a fleet would): eight producers would each
@@ -104,7 +100,7 @@ def sustained(settings: Settings, n: int, pids: dict[str, int] | None = None,
             except BufferError:
                 shared.poll(0.01)
     shared.flush()
-    while audited(settings.require_database(), trace) < n:
+    while audited(db, trace) < n:
         time.sleep(0.1)
     wall = time.perf_counter() - t0
     spent = CpuSample.take(pids or {}).since(before)
@@ -126,7 +122,7 @@ def spy(out: Path, pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:
             for name in ("gate", "projectors") if name in pids]  # fmt: skip
 
 
-def latency(settings: Settings, rate: int, seconds: float, pids: dict[str, int] | None = None) -> Latency:
+def latency(settings: Settings, db: Db, rate: int, seconds: float, pids: dict[str, int] | None = None) -> Latency:
     trace = f"lat-{uuid.uuid4().hex}"
     c = claw_client(settings, "acme", "bench-lat")
     n = int(rate * seconds)
@@ -140,14 +136,11 @@ def latency(settings: Settings, rate: int, seconds: float, pids: dict[str, int] 
                                                      "content": "lat", "occurredAt": 0}, trace_id=trace),
                                  lambda tok, err: None)  # fmt: skip
     c.flush()
-    db = settings.require_database()
     while audited(db, trace) < n:
         time.sleep(0.1)
     spent = CpuSample.take(pids or {}).since(before)
-    with psycopg.connect(db, autocommit=True) as conn:
-        rows = conn.execute("SELECT extract(epoch FROM projected_at) * 1000 - envelope_ts, log_time - envelope_ts "
-                            "FROM audit.events WHERE trace_id = %s AND stage = 'gate'",
-                            (trace,)).fetchall()  # fmt: skip
+    rows = db.execute("SELECT extract(epoch FROM projected_at) * 1000 - envelope_ts, log_time - envelope_ts "
+                      "FROM audit.events WHERE trace_id = %s AND stage = 'gate'", (trace,)).fetchall()  # fmt: skip
     return Latency(sorted(float(str(r[0])) for r in rows), sorted(float(str(r[1])) for r in rows), spent)
 
 
@@ -174,17 +167,18 @@ def main(argv: list[str]) -> int:
                          "chunking, the embedding model, consolidation, all on the same cores)")  # fmt: skip
     args = ap.parse_args(argv)
     services = None if args.all_services else ["gate", "projectors"]
-    with running_stack(services=services) as stack:
+    with running_stack(services=services) as stack, psycopg.connect(stack.settings.require_database(),
+                                                                    autocommit=True) as db:  # fmt: skip
         settings = stack.settings
         pids = {**stack_pids(stack), "bench (producer)": os.getpid()}
         # A fresh broker spends its first minute compiling (the JVM's JIT: 150 % of a core at
         # 500/s, 45 % once warm); a deployed broker is warm. So is every process, after this.
         raw_kafka(settings.require_kafka(), args.envelopes)
-        sustained(settings, 10_000)
-        latency(settings, args.rate, args.warmup)
+        sustained(settings, db, 10_000)
+        latency(settings, db, args.rate, args.warmup)
         produce, consume = raw_kafka(settings.require_kafka(), args.envelopes)
-        e2e, spent = sustained(settings, args.envelopes, pids, args.profile)
-        measured = latency(settings, args.rate, args.seconds, pids)
+        e2e, spent = sustained(settings, db, args.envelopes, pids, args.profile)
+        measured = latency(settings, db, args.rate, args.seconds, pids)
         lat, lat_spent = measured.total, measured.cpu
         print(f"machine                  {cpu_model()}, {os.cpu_count()} cores")
         print(f"services                 {', '.join(stack.services)}")

@@ -64,10 +64,9 @@ def write_log(settings: Settings, n: int, console: Console) -> float:
     return n / (time.perf_counter() - t0)
 
 
-def folded(db: str, topic: str) -> int:
-    with psycopg.connect(db, autocommit=True) as conn:
-        row = conn.execute("SELECT coalesce(sum(next_offset), 0) FROM hivemem.projection_offsets "
-                           "WHERE consumer = 'audit' AND topic = %s", (topic,)).fetchone()  # fmt: skip
+def folded(conn: psycopg.Connection[tuple[object, ...]], topic: str) -> int:
+    row = conn.execute("SELECT coalesce(sum(next_offset), 0) FROM hivemem.projection_offsets "
+                       "WHERE consumer = 'audit' AND topic = %s", (topic,)).fetchone()  # fmt: skip
     return int(str(row[0])) if row else 0
 
 
@@ -81,8 +80,9 @@ def main(argv: list[str]) -> int:
         db, topic = s.require_database(), s.topics.accepted("episode")
         written = write_log(s, args.events, console)
         t0 = time.perf_counter()
-        while folded(db, topic) < args.events:
-            time.sleep(0.5)
+        with psycopg.connect(db, autocommit=True) as conn:  # one for all polls, not a fork per poll
+            while folded(conn, topic) < args.events:
+                time.sleep(0.5)
         live = args.events / (time.perf_counter() - t0)
         audit = projections(s)["audit"]
         with Progress(TextColumn("replaying audit"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

@@ -122,9 +122,8 @@ class KmpProjection:
 
 
 def _bulk_insert(cur: Cur, schema: str, table: str, cols: str, rows: list[tuple[object, ...]]) -> None:
-    """COPY the batch's rows into a transaction-local table, then insert what is new: an order of
-    magnitude faster than one INSERT per row. The first row of a key wins, as row-by-row inserts
-    with ON CONFLICT DO NOTHING would (a dimension declared twice keeps its first title)."""
+    """Insert what is new (``copy_insert``). The first row of a key in the batch wins, as row-by-row
+    inserts with ON CONFLICT DO NOTHING would (a dimension declared twice keeps its first title)."""
     key = len(_KEYS[table])
     unique = list({r[:key]: r for r in reversed(rows)}.values())[::-1]
     copy_insert(cur, schema, table, cols, unique)
