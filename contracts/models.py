@@ -231,6 +231,24 @@ class KmpIngestPayload(WireModel):
     context_refs: list[Id] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
+KstarKind = Literal["trace", "perception", "fact", "skill", "control_token", "schema", "trace_category", "token_type",
+                    "memory"]  # fmt: skip
+
+
+class KstarPayload(WireModel):
+    """One operation on a KSTAR memory (seed 003); ``document`` is the record as JSON text."""
+
+    op_id: Id
+    memory: Id
+    op: Literal["STORE", "REVOKE", "SKILL_OUTCOME", "REGISTER", "FORGET"]
+    kind: KstarKind
+    record_id: Annotated[str, Field(max_length=MAX_ID), AfterValidator(clean_text)]
+    document: OptText = "{}"
+    on_conflict: Literal["DEFAULT", "KEEP", "OVERWRITE"] = "DEFAULT"
+    origin: Literal["LOCAL", "IMPORT", "SYNC"] = "LOCAL"
+    origin_ref: Label = ""
+
+
 class TracePayload(WireModel):
     trace_record_id: Id
     about: Id
@@ -244,7 +262,7 @@ class TracePayload(WireModel):
 Payload = (
     ProposalPayload | VotePayload | DecisionPayload | FactPayload | PresencePayload
     | CapabilitiesPayload | ObservationPayload | ValidationPayload | EpisodePayload | TracePayload
-    | IdentityPayload | ErasurePayload | KmpIngestPayload
+    | IdentityPayload | ErasurePayload | KmpIngestPayload | KstarPayload
 )  # fmt: skip
 
 PAYLOAD_MODELS: dict[str, type[WireModel]] = {
@@ -261,6 +279,7 @@ PAYLOAD_MODELS: dict[str, type[WireModel]] = {
     "identity": IdentityPayload,
     "erasure": ErasurePayload,
     "kmp_ingest": KmpIngestPayload,
+    "kstar": KstarPayload,
 }
 
 
@@ -277,6 +296,8 @@ def aggregate_id(envelope_type: str, payload: WireModel, claw_id: str) -> str:
         return f"observation:{payload.observation_id}"
     if isinstance(payload, EpisodePayload | TracePayload | ErasurePayload | KmpIngestPayload):
         return f"about:{payload.about}"
+    if isinstance(payload, KstarPayload):
+        return f"kstar:{payload.memory}"
     return f"claw:{claw_id}"  # presence, capabilities, identity
 
 

@@ -19,13 +19,14 @@ EnvelopeType = Literal[
     "identity",
     "erasure",
     "kmp_ingest",
+    "kstar",
 ]
 ENVELOPE_TYPES: tuple[str, ...] = get_args(EnvelopeType)
 
 # Claws publish these; processors publish decision and fact (and rejected).
 CLAW_PUBLISHED: frozenset[str] = frozenset(
     {"proposal", "vote", "presence", "capabilities", "observation", "validation", "episode", "trace", "identity"}
-    | {"erasure", "kmp_ingest"}
+    | {"erasure", "kmp_ingest", "kstar"}
 )
 # Seed 004, control 5: blocked when governance is disabled for the tenant.
 GOVERNED_TYPES: frozenset[str] = frozenset({"proposal", "vote", "decision", "fact"})
@@ -97,6 +98,11 @@ class TopicNames:
     def kmp_events(self) -> str:
         return f"{self.prefix}kmp.events"
 
+    # KSTAR's internal topic (contracts/kstar_records.py): judged operations, written by the kstar processor.
+    @property
+    def kstar_events(self) -> str:
+        return f"{self.prefix}kstar.events"
+
     def gate_inputs(self) -> list[str]:
         return [self.inbound(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
 
@@ -104,7 +110,7 @@ class TopicNames:
         names = [self.inbound(t) for t in ENVELOPE_TYPES]
         names += [self.accepted(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
         names.append(self.rejected)
-        return names + self.caml_topics() + self.kmms_topics() + [self.kmp_events]
+        return names + self.caml_topics() + self.kmms_topics() + [self.kmp_events, self.kstar_events]
 
     def type_of(self, topic: str) -> str | None:
         """The envelope type a topic carries (inbound or accepted), or None."""

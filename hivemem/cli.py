@@ -96,8 +96,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     from projections.mcp.stdio import serve_stdio
 
-    anyio.run(serve_stdio, args.api, args.token or os.environ.get("HIVEMEM_TOKEN"))
+    anyio.run(serve_stdio, args.api, args.token or os.environ.get("HIVEMEM_TOKEN"), args.server)
     return 0
+
+
+def cmd_kstar(args: argparse.Namespace) -> int:
+    from hivemem import kstar_cli
+
+    run = {"export": kstar_cli.run_export, "import": kstar_cli.run_import, "verify-bundle": kstar_cli.run_verify}
+    return run[args.command](Settings.from_env(), args, console)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -123,9 +130,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from bench.replay import main as replay_bench
 
         return replay_bench(rest)
+    if which == "kstar":
+        from bench.kstar import main as kstar_bench
+
+        return kstar_bench(rest)
     if which != "pipeline":
-        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline, governance, caml, memory, kmp "
-                      "or replay")  # fmt: skip
+        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline, governance, caml, memory, kmp, "
+                      "replay or kstar")  # fmt: skip
         return 2
     from bench.pipeline import main as pipeline_bench
 
@@ -163,9 +174,16 @@ def main(argv: list[str] | None = None) -> int:
         help="the HiveMem API to call (default HIVEMEM_API_URL or http://127.0.0.1:8080)",
     )
     mcp.add_argument("--token", default=None, help="bearer token (default HIVEMEM_TOKEN)")
+    mcp.add_argument("--server", choices=["hivemem", "kstar"], default="hivemem",
+                     help="hivemem: the HiveMem tools (default); kstar: KSTAR memory, seed 003's tools")  # fmt: skip
     mcp.set_defaults(func=cmd_mcp)
+    from hivemem.kstar_cli import add_parsers
+
+    add_parsers(sub)
+    for name in ("export", "import", "verify-bundle"):
+        sub.choices[name].set_defaults(func=cmd_kstar)
     bench = sub.add_parser(
-        "bench", help="benchmarks: hivemem bench pipeline|governance|caml|memory|kmp|replay [options]"
+        "bench", help="benchmarks: hivemem bench pipeline|governance|caml|memory|kmp|replay|kstar [options]"
     )
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=cmd_bench)

@@ -1,5 +1,5 @@
 """Long-running services, each its own process:
-``python -m hivemem.services gate|governance|caml|kmms|kmp|projectors [NAME...]|api``.
+``python -m hivemem.services gate|governance|caml|kmms|kmp|kstar|projectors [NAME...]|api``.
 
 They read ``HIVEMEM_KAFKA_BOOTSTRAP`` and ``HIVEMEM_DATABASE_URL``; ``hivemem up`` sets both.
 Every processor runs on the one stream runtime (``streams.runtime``). A service stops within
@@ -25,6 +25,7 @@ from projections.read_models.claws import ClawsProjection
 from projections.read_models.governance import GovernanceProjection
 from projections.read_models.kmms import KmmsProjection
 from projections.read_models.kmp import KmpProjection
+from projections.read_models.kstar import KstarProjection
 from streams.kafka import TP
 from streams.processor import Processor
 from streams.runtime import StreamRuntime
@@ -39,12 +40,14 @@ PROCESSORS = [
     "kmms-enricher",
     "kmms-consolidator",
     "kmp-processor",
+    "kstar-processor",
     "claws",
     "audit",
     "governance",
     "caml",
     "kmms",
     "kmp",
+    "kstar",
 ]
 log = logging.getLogger("hivemem.services")
 
@@ -59,6 +62,7 @@ def projections(settings: Settings) -> dict[str, Projection]:
         "caml": CamlProjection(),
         "kmms": KmmsProjection(),
         "kmp": KmpProjection(),
+        "kstar": KstarProjection(),
     }
 
 
@@ -104,6 +108,12 @@ def governance_processor(settings: Settings) -> Processor:
     from processors.governance_core import GovernanceProcessor
 
     return GovernanceProcessor(settings.voting(), settings.topics, settings.load_config().system_signer())
+
+
+def kstar_processor(settings: Settings) -> Processor:
+    from processors.kstar_core import KstarProcessor
+
+    return KstarProcessor(settings.topics, settings.load_config().token_secret)
 
 
 def caml_processors(settings: Settings) -> list[Processor]:
@@ -236,12 +246,15 @@ def main(argv: list[str]) -> None:
         from processors.kmp_core import KmpProcessor
 
         run_processors(settings, [KmpProcessor(settings.topics)])
+    elif which == "kstar":
+        run_processors(settings, [kstar_processor(settings)])
     elif which == "projectors":
         run_processors(settings, projection_processors(settings, argv[1:] or None))
     elif which == "api":
         run_api(settings)
     else:
-        raise SystemExit("usage: python -m hivemem.services gate|governance|caml|kmms|kmp|projectors [NAME...]|api")
+        raise SystemExit("usage: python -m hivemem.services "
+                         "gate|governance|caml|kmms|kmp|kstar|projectors [NAME...]|api")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ SERVICES = {
     "caml": ["caml"],
     "kmms": ["kmms"],
     "kmp": ["kmp"],
+    "kstar": ["kstar"],
     "projectors": ["projectors"],
     "api": ["api"],
 }

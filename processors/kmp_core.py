@@ -9,20 +9,18 @@ judged against exactly what was logged before it. All of an about's writes share
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 import zlib
 from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
-from contracts.avro import decode_envelope, encode_rejection
+from contracts.avro import decode_envelope
 from contracts.kmp_records import KmpEvent, KmpGrade, encode_kmp
-from contracts.models import KmpIngestPayload, Rejection
+from contracts.models import KmpIngestPayload
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
-from governance.gate import RecordMeta, derived_event_id
 from governance.kmp.ingest import IngestRefusal, KnownRefs, ingest_ref, judge, split_ref
-from processors.gate_core import meta_of
+from processors.refusals import stage_rejection
 from streams.offsets import Conn
 from streams.processor import PROCESSING_ERROR, Failure
 from streams.records import LogRecord, OutRecord
@@ -158,16 +156,7 @@ class KmpProcessor:
         return outs
 
     def _rejected(self, rec: LogRecord, code: str, detail: str) -> OutRecord:
-        m = meta_of(rec.value) or RecordMeta()
-        value = rec.value or b""
-        rej = Rejection(event_id=derived_event_id(rec.position), reason_code=code, detail=detail[:1000],
-                        processor=STAGE, source_topic=rec.topic, source_partition=rec.partition,
-                        source_offset=rec.offset, log_time=rec.log_time(), tenant=m.tenant, type=m.type,
-                        trace_id=m.trace_id, claw_id=m.claw_id, instance_id=m.instance_id,
-                        idempotency_key=m.idempotency_key, envelope_event_id=m.event_id, original=b"",
-                        original_size=len(value), original_sha256=hashlib.sha256(value).hexdigest())  # fmt: skip
-        key = f"{m.tenant}/{m.type}:{m.event_id}".encode()
-        return OutRecord(self.names.rejected, rec.partition, key, encode_rejection(rej))
+        return stage_rejection(self.names, STAGE, rec, code, detail)
 
     def refuse(self, failure: Failure) -> list[OutRecord]:
         return [self._rejected(failure.record, PROCESSING_ERROR, failure.detail)]

@@ -16,6 +16,7 @@ from projections.caml_migrations import caml_migration
 from projections.http_migrations import HTTP_MIGRATION_10
 from projections.kmms_migrations import kmms_erasure_migration, kmms_migration
 from projections.kmp_migrations import kmp_migration
+from projections.kstar_migrations import kstar_migration
 from projections.read_models import APP_ROLE
 from projections.read_models.audit import AuditProjection
 from projections.read_models.claws import ClawsProjection
@@ -130,6 +131,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (13, "kmms", kmms_migration),
     (14, "kmms erasure", kmms_erasure_migration),
     (15, "kmp", kmp_migration),
+    (16, "kstar", kstar_migration),
 ]  # fmt: skip
 
 

@@ -22,6 +22,7 @@ CAML_TENANTS = ("caml-a", "caml-b", "caml-c", "caml-free", "caml-kill")
 # KMMS: memories of their own; one tenant refuses episodes with personal data instead of redacting.
 MEMORY_TENANTS = ("mem-a", "mem-b", "mem-reject", "mem-kill")
 KMP_TENANTS = ("kmp-a", "kmp-b", "kmp-kill", "kmp-leak")
+KSTAR_TENANTS = ("kstar-a", "kstar-b", "kstar-kill", "kstar-mcp")
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +37,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     write_default_config(settings.config_path, {**DEFAULT_TENANTS, **dict.fromkeys(POOL_TENANTS, True),
                                                 **dict.fromkeys(CAML_TENANTS, True),
                                                 **dict.fromkeys(MEMORY_TENANTS, True),
-                                                **dict.fromkeys(KMP_TENANTS, True), "nogov": False},
+                                                **dict.fromkeys(KMP_TENANTS, True),
+                                                **dict.fromkeys(KSTAR_TENANTS, True), "nogov": False},
                          tiers={"caml-free": "free", "caml-kill": "enterprise"},
                          memory_pii={"mem-reject": "reject"})  # fmt: skip
     st = Stack(settings)

@@ -1,0 +1,295 @@
+"""Judging one KSTAR operation against its memory as logged before it: a pure function.
+
+``decide(op, view, ctx)`` returns the ``Outcome`` (what the record now reads as) or raises
+``KstarRefusal`` with a reason code. The kstar processor calls it for each accepted ``kstar``
+envelope, in log order per memory (all of a memory's operations share one partition), and puts the
+outcome on the log; the read model only folds outcomes, so a replay never judges again.
+
+Conflicts (the record exists with other content), by ``on_conflict``:
+- ``DEFAULT``: traces are immutable (``KSTAR_TRACE_IMMUTABLE``) and a token is changed only by a
+  revocation (``TOKEN_EXISTS``); perceptions, facts and skills are updated (``created_at`` kept);
+- ``KEEP``: the existing record stays, the verdict is ``CONFLICT`` (import's merge mode reports it);
+- ``OVERWRITE``: the incoming record wins (import ``--replace``, sync's remote-wins types), except that
+  a revocation always sticks: a revoked token never comes back to life through an import or a sync.
+Identical content is ``UNCHANGED``, which is what makes importing a bundle twice change nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import rfc8785
+from pydantic import BaseModel
+
+from contracts.models import KstarPayload
+from governance.kstar import domains, skills, tokens
+from governance.kstar.records import ControlToken, Fact, KstarRefusal, Skill, Trace, canonical_doc, parse_record
+
+RECORD_KINDS = ("trace", "perception", "fact", "skill", "control_token")
+REGISTRY_KINDS = ("schema", "trace_category", "token_type")
+MAX_DOCUMENT = 65_536
+
+
+@dataclass(frozen=True)
+class Held:
+    """A record as the memory holds it."""
+
+    doc: dict[str, Any]
+    content_hash: str
+    name: str = ""
+
+
+@dataclass
+class MemoryView:
+    """What judging needs of one memory: the records a batch names, and its registrations."""
+
+    records: dict[tuple[str, str], Held] = field(default_factory=dict)  # (kind, record_id)
+    skill_ids: dict[str, str] = field(default_factory=dict)  # skill name -> id
+
+    def get(self, kind: str, record_id: str) -> Held | None:
+        return self.records.get((kind, record_id))
+
+    def registered(self, kind: str) -> list[Held]:
+        return [h for (k, _), h in self.records.items() if k == kind]
+
+
+@dataclass(frozen=True)
+class OpContext:
+    tenant: str
+    claw_id: str
+    at_ms: int  # the operation's broker log time
+    # Is signer_key (base64) the issuer key this deployment derives for (tenant, claw)?
+    own_issuer: Callable[[str, str, str], bool]
+
+    @property
+    def at_iso(self) -> str:
+        return iso(self.at_ms)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    change: str  # STORED | UNCHANGED | CONFLICT | FORGOTTEN
+    kind: str
+    record_id: str
+    doc: dict[str, Any] | None = None
+    content_hash: str = ""
+    existing_hash: str = ""
+    name: str = ""
+    record_time: str = ""
+    forget_kinds: tuple[str, ...] = ()
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def content_hash(doc: Mapping[str, Any]) -> str:
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(doc)).hexdigest()
+
+
+def owns(claw_id: str, memory: str) -> bool:
+    """A claw writes its own memories only: ``<clawId>`` and ``<clawId>/<name>``."""
+    return memory == claw_id or memory.startswith(claw_id + "/")
+
+
+def record_time(kind: str, doc: Mapping[str, Any]) -> str:
+    if kind == "trace":
+        return str(doc.get("timestamp") or "")
+    if kind == "control_token":
+        return str(doc.get("granted_at") or "")
+    if kind == "skill":
+        return str((doc.get("maturity") or {}).get("last_used") or "")
+    return str(doc.get("created_at") or "")
+
+
+def _document(op: KstarPayload) -> dict[str, Any]:
+    try:
+        doc = json.loads(op.document)
+    except ValueError as exc:
+        raise KstarRefusal("KSTAR_BAD_DOCUMENT", "document is not JSON") from exc
+    if not isinstance(doc, dict):
+        raise KstarRefusal("KSTAR_BAD_DOCUMENT", "document must be a JSON object")
+    return doc
+
+
+def decide(op: KstarPayload, view: MemoryView, ctx: OpContext) -> Outcome:
+    if not owns(ctx.claw_id, op.memory):
+        raise KstarRefusal("KSTAR_NOT_YOUR_MEMORY", f"claw {ctx.claw_id!r} may not write memory {op.memory!r}")
+    doc = _document(op)
+    if op.op == "FORGET":
+        return _forget(op)
+    if op.op == "REGISTER":
+        return _register(op, doc, view)
+    if op.op == "REVOKE":
+        return _revoke(op, doc, view, ctx)
+    if op.op == "SKILL_OUTCOME":
+        return _skill_outcome(op, doc, view, ctx)
+    return _store(op, doc, view, ctx)
+
+
+def _forget(op: KstarPayload) -> Outcome:
+    kinds = (*RECORD_KINDS, *REGISTRY_KINDS) if op.kind == "memory" else (op.kind,)
+    return Outcome("FORGOTTEN", op.kind, "", forget_kinds=kinds)
+
+
+def _register(op: KstarPayload, doc: dict[str, Any], view: MemoryView) -> Outcome:
+    name = op.record_id
+    reg: Any
+    if op.kind == "schema":
+        if name in domains.BUILTIN_SCHEMAS:
+            raise KstarRefusal("KSTAR_BUILTIN_NAME", f"schema {name!r} is built in")
+        if not isinstance(doc.get("json_schema"), dict):
+            raise KstarRefusal("KSTAR_INVALID_SCHEMA", "a schema registration is {json_schema, version?}")
+        version = doc.get("version")
+        reg = domains.parse_schema(name, doc["json_schema"], str(version) if version is not None else None)
+        stored: dict[str, Any] = {"name": name, "version": reg.version, "json_schema": reg.json_schema}
+    elif op.kind == "trace_category":
+        reg = domains.parse_category({**doc, "name": doc.get("name", name)})
+        if reg.name != name:
+            raise KstarRefusal("KSTAR_ID_MISMATCH", "the category's name must be its record id")
+        stored = {"name": reg.name, "domain": reg.domain, "required_fields": list(reg.required_fields)}
+    elif op.kind == "token_type":
+        if name in domains.BUILTIN_TOKEN_TYPES:
+            raise KstarRefusal("KSTAR_BUILTIN_NAME", f"token type {name!r} is built in")
+        reg = domains.parse_token_type({**doc, "name": doc.get("name", name)})
+        if reg.name != name:
+            raise KstarRefusal("KSTAR_ID_MISMATCH", "the token type's name must be its record id")
+        stored = {"name": reg.name, "description": reg.description, "scope_pattern": reg.scope_pattern,
+                  "required_permissions": list(reg.required_permissions)}  # fmt: skip
+    else:
+        raise KstarRefusal(
+            "KSTAR_BAD_OPERATION", f"REGISTER takes a schema, trace_category or token_type, not {op.kind}"
+        )
+    return _put(op, stored, view, name=name, conflict=op.on_conflict if op.on_conflict != "DEFAULT" else "OVERWRITE")
+
+
+def _revoke(op: KstarPayload, doc: dict[str, Any], view: MemoryView, ctx: OpContext) -> Outcome:
+    if op.kind != "control_token":
+        raise KstarRefusal("KSTAR_BAD_OPERATION", "REVOKE takes a control_token")
+    held = view.get("control_token", op.record_id)
+    if held is None:
+        raise KstarRefusal("TOKEN_NOT_FOUND", "Token not found")
+    reason = doc.get("reason")
+    if not isinstance(reason, str) or not reason.strip() or len(reason) > 1024:
+        raise KstarRefusal("KSTAR_INVALID_RECORD", "reason: a non-empty string of at most 1024 characters")
+    token = ControlToken.model_validate(held.doc)
+    if token.revoked:
+        return Outcome("UNCHANGED", "control_token", op.record_id, content_hash=held.content_hash)
+    revoked = canonical_doc(tokens.revoke(token, reason, ctx.at_iso))
+    return Outcome("STORED", "control_token", op.record_id, revoked, content_hash(revoked),
+                   record_time=record_time("control_token", revoked))  # fmt: skip
+
+
+def _skill_outcome(op: KstarPayload, doc: dict[str, Any], view: MemoryView, ctx: OpContext) -> Outcome:
+    if op.kind != "skill":
+        raise KstarRefusal("KSTAR_BAD_OPERATION", "SKILL_OUTCOME takes a skill")
+    outcome = doc.get("outcome")
+    if not isinstance(outcome, bool):
+        raise KstarRefusal("KSTAR_INVALID_RECORD", "outcome: true or false")
+    skill_id = view.skill_ids.get(op.record_id)
+    held = view.get("skill", skill_id) if skill_id else None
+    if held is None:
+        raise KstarRefusal("SKILL_NOT_FOUND", f"no skill named {op.record_id!r}")
+    updated = canonical_doc(skills.apply_outcome(Skill.model_validate(held.doc), outcome, ctx.at_iso))
+    return Outcome("STORED", "skill", str(updated["id"]), updated, content_hash(updated), name=op.record_id,
+                   record_time=record_time("skill", updated))  # fmt: skip
+
+
+def _store(op: KstarPayload, doc: dict[str, Any], view: MemoryView, ctx: OpContext) -> Outcome:
+    if op.kind not in RECORD_KINDS:
+        raise KstarRefusal("KSTAR_BAD_OPERATION", f"STORE takes one of {', '.join(RECORD_KINDS)}, not {op.kind}")
+    if len(op.document) > MAX_DOCUMENT:
+        raise KstarRefusal("KSTAR_INVALID_RECORD", f"document larger than {MAX_DOCUMENT} characters")
+    model = parse_record(op.kind, doc, ctx.at_iso)
+    rid = _id_of(model)
+    if rid != op.record_id:
+        raise KstarRefusal("KSTAR_ID_MISMATCH", f"recordId {op.record_id!r} is not the record's id {rid!r}")
+    name = ""
+    if isinstance(model, Trace):
+        domains.check_trace_categories(_categories(view), model)
+    elif isinstance(model, Fact):
+        domains.validate_fact(_schema(view, str(canonical_doc(model)["schema"])), model)
+    elif isinstance(model, Skill):
+        name = model.name
+        other = view.skill_ids.get(name)
+        if other is not None and other != rid:
+            raise KstarRefusal("KSTAR_SKILL_NAME_TAKEN", f"skill {name!r} is skill {other!r} in this memory")
+    elif isinstance(model, ControlToken):
+        _check_token(op, model, view, ctx)
+    stored = canonical_doc(model)
+    held = view.get(op.kind, rid)
+    if held is not None and held.content_hash != content_hash(stored):
+        stored = _merge(op, stored, held)
+    default = "OVERWRITE"
+    if op.kind == "trace":
+        default = "REFUSE:KSTAR_TRACE_IMMUTABLE"
+    elif op.kind == "control_token":
+        default = "REFUSE:TOKEN_EXISTS"
+    return _put(op, stored, view, name=name, conflict=op.on_conflict if op.on_conflict != "DEFAULT" else default)
+
+
+def _merge(op: KstarPayload, incoming: dict[str, Any], held: Held) -> dict[str, Any]:
+    """An update keeps the record's first created_at; a revocation sticks."""
+    out = dict(incoming)
+    if "created_at" in held.doc and op.kind in ("perception", "fact"):
+        out["created_at"] = held.doc["created_at"]
+    if op.kind == "control_token" and held.doc.get("revoked"):
+        for k in ("revoked", "revoked_at", "revocation_reason"):
+            out[k] = held.doc.get(k)
+    return out
+
+
+def _put(op: KstarPayload, stored: dict[str, Any], view: MemoryView, name: str, conflict: str) -> Outcome:
+    h = content_hash(stored)
+    rid = op.record_id if op.kind in REGISTRY_KINDS else str(_id_from_doc(op.kind, stored))
+    held = view.get(op.kind, rid)
+    if held is not None and held.content_hash == h:
+        return Outcome("UNCHANGED", op.kind, rid, content_hash=h, name=name)
+    if held is not None:
+        if conflict == "KEEP":
+            return Outcome("CONFLICT", op.kind, rid, content_hash=h, existing_hash=held.content_hash, name=name)
+        if conflict.startswith("REFUSE:"):
+            raise KstarRefusal(conflict.split(":", 1)[1], f"{op.kind} {rid!r} exists with other content")
+    return Outcome("STORED", op.kind, rid, stored, h, name=name, record_time=record_time(op.kind, stored))
+
+
+def _check_token(op: KstarPayload, token: ControlToken, view: MemoryView, ctx: OpContext) -> None:
+    parents = {}
+    for pid in token.delegation_chain:
+        held = view.get("control_token", pid)
+        if held is not None:
+            parents[pid] = ControlToken.model_validate(held.doc)
+    types = dict(domains.BUILTIN_TOKEN_TYPES)
+    for reg in view.registered("token_type"):
+        t = domains.parse_token_type(reg.doc)
+        types[t.name] = t
+    tokens.check_new_token(token, parents, types, ctx.at_ms)
+    # Written here: the signer must be the writing claw's own issuer key, so no claw issues tokens in
+    # another's name. An imported or synced token keeps its original issuer (the bundle's signature or
+    # the sync's authentication vouches for where it came from); its signature is still checked above.
+    if op.origin == "LOCAL" and not ctx.own_issuer(ctx.tenant, ctx.claw_id, token.signer_key):
+        raise KstarRefusal("TOKEN_BAD_SIGNATURE", "Invalid signature: not signed by the writing claw's issuer key")
+
+
+def _categories(view: MemoryView) -> list[domains.TraceCategory]:
+    return [domains.parse_category(h.doc) for h in view.registered("trace_category")]
+
+
+def _schema(view: MemoryView, name: str) -> domains.DomainSchema | None:
+    held = view.get("schema", name)
+    if held is not None:
+        return domains.DomainSchema(name, str(held.doc.get("version", "")), dict(held.doc["json_schema"]))
+    return domains.BUILTIN_SCHEMAS.get(name)
+
+
+def _id_of(model: BaseModel) -> str:
+    return str(getattr(model, "token_id", None) or getattr(model, "id", ""))
+
+
+def _id_from_doc(kind: str, doc: Mapping[str, Any]) -> str:
+    return str(doc["token_id"] if kind == "control_token" else doc["id"])

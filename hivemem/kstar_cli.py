@@ -1,0 +1,190 @@
+"""``hivemem export`` / ``hivemem import`` / ``hivemem verify-bundle``: a claw's KSTAR memory to a
+``kstar-bundle`` file and back (docs/kstar.md), with progress bars. Also the one implementation the
+HTTP routes ``/kstar/v1/export`` and ``/kstar/v1/import`` run."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from governance.kstar import bundle as b
+from governance.kstar.tokens import issuer_key
+from hivemem.settings import Settings
+from projections.kstar_io import ImportResult, Writer, collect_verdicts, export_memory, plan_import, publish_all
+
+Tick = Callable[[int], None]
+
+
+def _connect(db_url: str, tenant: str) -> psycopg.Connection[tuple[Any, ...]]:
+    conn = psycopg.connect(db_url)
+    # Row-level security for the app role (the API's connection); harmless for the owner's (the CLI's).
+    conn.execute("SELECT set_config('hivemem.tenant', %s, false)", (tenant,))
+    return conn
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def export_document(db_url: str, tenant: str, memory: str, flt: b.ExportFilter, signer: Any,
+                    passphrase: str | None, progress: Tick | None = None) -> dict[str, Any]:  # fmt: skip
+    """The memory's bundle (encrypted when a passphrase is given)."""
+    with _connect(db_url, tenant) as conn:
+        doc = export_memory(conn, tenant, memory, flt, b.Agent(memory, "claw", "hivemem-0.1.0"), now_iso(),
+                            signer=signer, progress=progress)  # fmt: skip
+    return b.encrypt_bundle(doc, passphrase.encode()) if passphrase else doc
+
+
+def import_document(db_url: str, writer: Writer, memory: str, plain: dict[str, Any], mode: str,
+                    types: Sequence[str] | None, publisher: Any, wait_s: float,
+                    sent: Tick | None = None, judged: Tick | None = None) -> ImportResult:  # fmt: skip
+    """Verify, plan, publish, and wait for the verdicts; the report counts what was not sent as unchanged."""
+    with _connect(db_url, writer.tenant) as conn:
+        plan = plan_import(conn, writer.tenant, memory, plain, mode, types)
+        conn.rollback()
+        envs = [writer.envelope(p, key) for p, key in plan.ops]
+        publish_all(publisher.publish_async, publisher.flush, envs, sent)
+        result = collect_verdicts(conn, writer.tenant, [e.event_id for e in envs], wait_s, judged)
+    result.unchanged += plan.unchanged
+    return result
+
+
+def apply_records(db_url: str, writer: Writer, memory: str, records: Sequence[dict[str, Any]], origin_ref: str,
+                  publisher: Any, wait_s: float) -> ImportResult:  # fmt: skip
+    """A sync's push arriving: each record stored (origin SYNC, overwriting)."""
+    from contracts.models import KstarPayload
+    from projections.kstar_io import document
+
+    envs = []
+    for i, item in enumerate(records):
+        kind, rec = str(item.get("kind")), item.get("record")
+        if kind not in ("trace", "perception", "fact", "skill", "control_token") or not isinstance(rec, dict):
+            raise b.BundleError("KSTAR_INVALID_RECORD", f"records[{i}]: {{kind, record}} with a KSTAR kind")
+        rid = str(rec.get("token_id") if kind == "control_token" else rec.get("id"))
+        payload = KstarPayload(op_id=f"apply-{i}", memory=memory, op="STORE", kind=kind, record_id=rid,  # type: ignore[arg-type]
+                               document=document(rec), on_conflict="OVERWRITE", origin="SYNC",
+                               origin_ref=origin_ref[:1024])  # fmt: skip
+        envs.append(writer.envelope(payload))
+    publish_all(publisher.publish_async, publisher.flush, envs)
+    with _connect(db_url, writer.tenant) as conn:
+        return collect_verdicts(conn, writer.tenant, [e.event_id for e in envs], wait_s)
+
+
+def sync_document(db_url: str, writer: Writer, memory: str, remote_url: str, remote_token: str, publisher: Any,
+                  wait_s: float) -> Any:  # fmt: skip
+    from projections.kstar_sync import Remote, sync
+
+    with _connect(db_url, writer.tenant) as conn:
+        return sync(conn, writer, memory, Remote(remote_url, remote_token), publisher,
+                    f"hivemem:{writer.tenant}/{writer.claw_id}", wait_s=wait_s)
+
+
+def _bar(console: Console, what: str) -> Progress:
+    return Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console)
+
+
+def _passphrase(path: str | None, console: Console) -> bytes | None:
+    if path is None:
+        return None
+    if path == "-":
+        return getpass.getpass("passphrase: ").encode()
+    return Path(path).read_text().strip().encode()
+
+
+def run_export(settings: Settings, args: argparse.Namespace, console: Console) -> int:
+    config = settings.load_config()
+    if args.include_tokens and not args.yes:
+        console.print("[red]CONFIRMATION_REQUIRED[/red]: control tokens are credentials; add --yes to include them")
+        return 2
+    types = frozenset(args.types.split(",")) if args.types else frozenset(k for k in b.KINDS if k != "control_tokens")
+    if args.include_tokens:
+        types |= {"control_tokens"}
+    flt = b.ExportFilter(types=types, include_tokens=args.include_tokens, date_from=args.date_from,
+                         date_to=args.date_to)  # fmt: skip
+    signer = issuer_key(config.token_secret, args.tenant, args.claw)
+    passphrase = _passphrase(args.passphrase_file, console)
+    with _bar(console, "exporting") as bar:
+        task = bar.add_task("export", total=None)
+        doc = export_document(settings.require_database(), args.tenant, args.memory or args.claw, flt, signer,
+                              passphrase.decode() if passphrase else None,
+                              lambda n: bar.advance(task, n))  # fmt: skip
+    out = Path(args.output)
+    out.write_bytes(b.dump_document(doc))
+    out.chmod(0o600)  # a memory is personal data (seed 003 §4.1: files mode 600)
+    stats = doc.get("statistics", {})
+    console.print(f"wrote {out} ({out.stat().st_size} bytes){' encrypted' if passphrase else ''}; {stats}")
+    return 0
+
+
+def run_verify(settings: Settings, args: argparse.Namespace, console: Console) -> int:
+    try:
+        plain = b.load_document(Path(args.bundle).read_bytes(), _passphrase(args.passphrase_file, console))
+        check = b.verify_bundle(plain)
+    except b.BundleError as exc:
+        console.print(f"[red]{exc.code}[/red]: {exc.detail}")
+        return 1
+    console.print(f"valid: checksum {check.checksum}; signed {check.signed} (key {check.signer_key}); "
+                  f"{check.counts}")  # fmt: skip
+    return 0
+
+
+def run_import(settings: Settings, args: argparse.Namespace, console: Console) -> int:
+    from confluent_kafka import Producer
+
+    from producers.claw_client import EnvelopePublisher, producer_config
+
+    if args.replace and not args.yes:
+        console.print("[red]CONFIRMATION_REQUIRED[/red]: --replace removes the memory's records first; add --yes")
+        return 2
+    config = settings.load_config()
+    if args.tenant not in config.tenants:
+        console.print(f"[red]UNKNOWN_TENANT[/red]: {args.tenant!r}")
+        return 2
+    try:
+        plain = b.load_document(Path(args.bundle).read_bytes(), _passphrase(args.passphrase_file, console))
+        b.verify_bundle(plain)
+    except b.BundleError as exc:
+        console.print(f"[red]{exc.code}[/red]: {exc.detail}")
+        return 1
+    publisher = EnvelopePublisher(Producer(producer_config(settings.require_kafka())), settings.topics)
+    writer = Writer(args.tenant, args.claw, config.tenants[args.tenant])
+    types = args.types.split(",") if args.types else None
+    total = sum(len(v) for v in plain["memory"].values())
+    with _bar(console, "importing") as bar:
+        sent = bar.add_task("sent", total=total)
+        judged = bar.add_task("judged", total=total)
+        result = import_document(settings.require_database(), writer, args.memory or args.claw, plain,
+                                 "replace" if args.replace else "merge", types, publisher, args.wait,
+                                 lambda n: bar.advance(sent, n), lambda n: bar.advance(judged, n))  # fmt: skip
+    console.print_json(data=result.to_wire())
+    return 0 if not result.refused and not result.pending else 1
+
+
+def add_parsers(sub: Any) -> None:
+    ex = sub.add_parser("export", help="write a claw's KSTAR memory to a kstar-bundle file (docs/kstar.md)")
+    im = sub.add_parser("import", help="merge (or --replace) a kstar-bundle into a claw's KSTAR memory")
+    for p in (ex, im):
+        p.add_argument("--tenant", required=True)
+        p.add_argument("--claw", required=True, help="the claw whose memory it is (its key signs the writes)")
+        p.add_argument("--memory", help="default: the claw's own memory (its id)")
+        p.add_argument("--types", help="comma-separated: traces,perceptions,facts,skills,control_tokens")
+        p.add_argument("--passphrase-file", help="encrypt / decrypt with the passphrase in this file ('-': ask)")
+        p.add_argument("--yes", action="store_true", help="confirm --include-tokens / --replace")
+    ex.add_argument("output")
+    ex.add_argument("--include-tokens", action="store_true", help="control tokens too (needs --yes)")
+    ex.add_argument("--from", dest="date_from", help="ISO-8601 UTC, inclusive")
+    ex.add_argument("--to", dest="date_to", help="ISO-8601 UTC, inclusive")
+    im.add_argument("bundle")
+    im.add_argument("--replace", action="store_true", help="remove the memory's records of the imported types first")
+    im.add_argument("--wait", type=float, default=300.0, help="seconds to wait for the verdicts")
+    vb = sub.add_parser("verify-bundle", help="check a kstar-bundle's checksum, signature and statistics")
+    vb.add_argument("bundle")
+    vb.add_argument("--passphrase-file")

@@ -1,0 +1,26 @@
+"""A stage's refusal of an accepted record: the ``hivemem.rejected`` record every stage after the
+gate writes the same way (the audit folds it as the record's verdict; its content is not copied)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from contracts.avro import encode_rejection
+from contracts.models import Rejection
+from contracts.topics import TopicNames
+from governance.gate import RecordMeta, derived_event_id
+from processors.gate_core import meta_of
+from streams.records import LogRecord, OutRecord
+
+
+def stage_rejection(names: TopicNames, stage: str, rec: LogRecord, code: str, detail: str) -> OutRecord:
+    m = meta_of(rec.value) or RecordMeta()
+    value = rec.value or b""
+    rej = Rejection(event_id=derived_event_id(rec.position), reason_code=code, detail=detail[:1000],
+                    processor=stage, source_topic=rec.topic, source_partition=rec.partition,
+                    source_offset=rec.offset, log_time=rec.log_time(), tenant=m.tenant, type=m.type,
+                    trace_id=m.trace_id, claw_id=m.claw_id, instance_id=m.instance_id,
+                    idempotency_key=m.idempotency_key, envelope_event_id=m.event_id, original=b"",
+                    original_size=len(value), original_sha256=hashlib.sha256(value).hexdigest())  # fmt: skip
+    key = f"{m.tenant}/{m.type}:{m.event_id}".encode()
+    return OutRecord(names.rejected, rec.partition, key, encode_rejection(rej))
