@@ -49,8 +49,8 @@ def import_document(db_url: str, writer: Writer, memory: str, plain: dict[str, A
     """Verify, plan, publish, and wait for the verdicts; the report counts what was not sent as unchanged."""
     with _connect(db_url, writer.tenant) as conn:
         plan = plan_import(conn, writer.tenant, memory, plain, mode, types)
-        conn.rollback()
-        envs = [writer.envelope(p, key) for p, key in plan.ops]
+        conn.commit()  # not rollback: that would undo the tenant setting too
+        envs = [writer.envelope(p) for p in plan.ops]
         publish_all(publisher.publish_async, publisher.flush, envs, sent)
         result = collect_verdicts(conn, writer.tenant, [e.event_id for e in envs], wait_s, judged)
     result.unchanged += plan.unchanged

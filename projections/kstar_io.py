@@ -4,9 +4,9 @@ both the HTTP API and the CLI publish (``kstar`` envelopes signed with the writi
 Export reads the read model; import never writes Postgres itself: it publishes one ``kstar``
 operation per record (``origin`` IMPORT, ``originRef`` the bundle's checksum) and reports the
 kstar processor's verdicts, so an import is on the log like any write and a replay rebuilds it.
-Records whose content the memory already holds are not sent at all, and each sent operation's
-idempotency key is derived from the bundle and the record, so importing a bundle twice (or
-again after a crash halfway) changes nothing.
+Records whose content the memory already holds are not sent at all, and the processor judges a
+record it already holds UNCHANGED, so importing a bundle twice (or again after a crash halfway)
+changes nothing.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def export_memory(conn: Conn, tenant: str, memory: str, flt: b.ExportFilter, age
 @dataclass
 class ImportPlan:
     checksum: str
-    ops: list[tuple[KstarPayload, str]] = field(default_factory=list)  # payload, idempotency key
+    ops: list[KstarPayload] = field(default_factory=list)
     unchanged: int = 0
 
 
@@ -117,7 +117,7 @@ def plan_import(conn: Conn, tenant: str, memory: str, bundle: Mapping[str, Any],
         payload = KstarPayload(op_id=f"import-{check.checksum[7:23]}-{len(plan.ops)}", memory=memory, op=op,  # type: ignore[arg-type]
                                kind=kind, record_id=rid, document=text, on_conflict=conflict,  # type: ignore[arg-type]
                                origin="IMPORT", origin_ref=check.checksum)  # fmt: skip
-        plan.ops.append((payload, f"kstar-import:{check.checksum[7:39]}:{mode}:{kind}:{rid}:{h[7:39]}"))
+        plan.ops.append(payload)
 
     if mode == "replace":
         for section in wanted:
@@ -127,7 +127,10 @@ def plan_import(conn: Conn, tenant: str, memory: str, bundle: Mapping[str, Any],
         add("REGISTER", str(reg["kind"]), str(reg["record"]["name"]), reg["record"])
     for section in wanted:
         kind = SECTION_KIND[section]
-        for rec in bundle["memory"][section]:
+        records = list(bundle["memory"][section])
+        if kind == "control_token":  # parents before children: a delegated token is judged against its chain
+            records.sort(key=lambda t: len(t.get("delegation_chain") or []))
+        for rec in records:
             add("STORE", kind, str(rec["token_id"] if kind == "control_token" else rec["id"]), rec)
     return plan
 

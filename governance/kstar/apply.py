@@ -28,7 +28,16 @@ from pydantic import BaseModel
 
 from contracts.models import KstarPayload
 from governance.kstar import domains, skills, tokens
-from governance.kstar.records import ControlToken, Fact, KstarRefusal, Skill, Trace, canonical_doc, parse_record
+from governance.kstar.records import (
+    ControlToken,
+    Fact,
+    KstarRefusal,
+    Skill,
+    Trace,
+    canonical_doc,
+    iso_to_ms,
+    parse_record,
+)
 
 RECORD_KINDS = ("trace", "perception", "fact", "skill", "control_token")
 REGISTRY_KINDS = ("schema", "trace_category", "token_type")
@@ -268,7 +277,14 @@ def _check_token(op: KstarPayload, token: ControlToken, view: MemoryView, ctx: O
     for reg in view.registered("token_type"):
         t = domains.parse_token_type(reg.doc)
         types[t.name] = t
-    tokens.check_new_token(token, parents, types, ctx.at_ms)
+    at_ms = ctx.at_ms
+    if op.origin != "LOCAL":
+        # A moved memory keeps its history: a token is judged as at its grant, so a child whose parent
+        # was revoked (or expired) since still imports, and fails verify_control_token as it should.
+        at_ms = iso_to_ms(token.granted_at)
+        parents = {k: p.model_copy(update={"revoked": False, "revoked_at": None, "revocation_reason": None})
+                   for k, p in parents.items()}  # fmt: skip
+    tokens.check_new_token(token, parents, types, at_ms)
     # Written here: the signer must be the writing claw's own issuer key, so no claw issues tokens in
     # another's name. An imported or synced token keeps its original issuer (the bundle's signature or
     # the sync's authentication vouches for where it came from); its signature is still checked above.

@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from starlette.routing import Route
 
-from projections.http import caml, claws, envelopes, governance, health, kmp, memory
+from projections.http import caml, claws, envelopes, governance, health, kmp, kstar, memory
 from projections.http.context import ApiDeps, Ctx
 from projections.http.errors import install_error_handlers
 from projections.http.limits import MAX_BODY_BYTES, BodyLimit
@@ -32,14 +32,18 @@ def create_app(deps: ApiDeps) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await ctx.pool.open(wait=True, timeout=30)
-        async with mcp.running():
+        async with mcp.running(), kstar_mcp.running():
             yield
         await ctx.pool.close()
 
     app = FastAPI(title="HiveMem", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     # MCP over streamable HTTP (docs/mcp.md): each tool call is served by this same app, in-process.
+    # /mcp is the hivemem server, /mcp/kstar the kstar one (seed 003's tool names).
     mcp = McpEndpoint(app, deps.token_secret, deps.tenants)
-    app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False))
+    kstar_mcp = McpEndpoint(app, deps.token_secret, deps.tenants, server="kstar")
+    for path, endpoint in (("/mcp", mcp), ("/mcp/kstar", kstar_mcp)):
+        app.router.routes.append(Route(path, endpoint=endpoint, methods=["GET", "POST", "DELETE"],
+                                       include_in_schema=False))  # fmt: skip
     install_error_handlers(app)
 
     @app.middleware("http")
@@ -51,7 +55,7 @@ def create_app(deps: ApiDeps) -> FastAPI:
 
     # Outermost (added last): an oversized body is refused before anything reads it.
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
-    for area in (health, envelopes, claws, governance, caml, memory, kmp):
+    for area in (health, envelopes, claws, governance, caml, memory, kmp, kstar):
         app.include_router(area.router(ctx))
     _exact_bounds(app)
     return app

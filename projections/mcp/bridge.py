@@ -9,6 +9,7 @@ parameter that is missing or not a string, an argument a GET route does not take
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -41,7 +42,10 @@ def _param(name: str, value: Any) -> str:
 
 def request_of(spec: ToolSpec, args: dict[str, Any]) -> HttpCall:
     """The HTTP request for a tool call: path and query parameters from the ``query`` fields (by
-    argument or route name), everything else the body (wrapped in an envelope for envelope tools)."""
+    argument or route name), everything else the body (wrapped in an envelope for envelope tools).
+    A tool that stands for several routes (``choose``) first picks the one its arguments select."""
+    if spec.choose is not None:
+        spec, args = spec.choose(args)
     fields = spec.query_fields()
     by_arg = {**{f: f for f in fields}, **{a: f for f, a in fields.items()}}
     params: dict[str, Any] = {}
@@ -87,10 +91,11 @@ def result_of(resp: httpx.Response) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=resp.text)], structured_content=structured)
 
 
-async def call(client: httpx.AsyncClient, authorization: str | None, name: str,
-               args: dict[str, Any]) -> types.CallToolResult:  # fmt: skip
-    """Run one tool call against the API ``client`` talks to, as the holder of ``authorization``."""
-    spec = BY_NAME.get(name)
+async def call(client: httpx.AsyncClient, authorization: str | None, name: str, args: dict[str, Any],
+               tools: Mapping[str, ToolSpec] = BY_NAME) -> types.CallToolResult:  # fmt: skip
+    """Run one tool call of the table ``tools`` (by name) against the API ``client`` talks to, as the
+    holder of ``authorization``."""
+    spec = tools.get(name)
     if spec is None:
         return error_result(404, "UNKNOWN_TOOL", f"no tool {name!r}; tools/list names them")
     if not authorization:

@@ -1,5 +1,6 @@
-"""``/mcp`` on the API: streamable HTTP with bearer-token auth; each tool call is served
-in-process by the same app (``httpx.ASGITransport``) with the MCP request's own token."""
+"""``/mcp`` (the ``hivemem`` server) and ``/mcp/kstar`` (the ``kstar`` server) on the API: streamable
+HTTP with bearer-token auth; each tool call is served in-process by the same app
+(``httpx.ASGITransport``) with the MCP request's own token."""
 
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from projections.auth import AuthError, verify_token
 from projections.http.errors import error_bytes
-from projections.mcp.server import authorization_of_request, build_server
+from projections.mcp.server import SERVER_NAME, authorization_of_request, build
 
 
 class McpEndpoint:
     """The ASGI endpoint: 401/403 JSON ``{code, detail}`` before MCP sees a request without a
-    valid token of a configured tenant, exactly as the API's routes answer it."""
+    valid token of a configured tenant, exactly as the API's routes answer it. ``server`` names the
+    tool table served (``projections.mcp.server.SERVERS``)."""
 
-    def __init__(self, app: ASGIApp, token_secret: bytes, tenants: Mapping[str, Any]) -> None:
+    def __init__(self, app: ASGIApp, token_secret: bytes, tenants: Mapping[str, Any],
+                 server: str = SERVER_NAME) -> None:  # fmt: skip
         # raise_app_exceptions=False: an unexpected failure reaches the tool as the app's own
         # 500 INTERNAL_ERROR answer, as it reaches an HTTP caller.
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
@@ -30,7 +33,7 @@ class McpEndpoint:
         # API worker can serve it. Bearer auth protects the endpoint: the SDK's DNS-rebinding guard
         # (for unauthenticated local servers) stays off.
         self.manager = StreamableHTTPSessionManager(
-            app=build_server(self.client, authorization_of_request), json_response=True, stateless=True,
+            app=build(self.client, authorization_of_request, server), json_response=True, stateless=True,
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))  # fmt: skip
         self.secret, self.tenants = token_secret, tenants
 

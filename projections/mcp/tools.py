@@ -11,20 +11,27 @@ A ``ToolSpec`` names the route (``method``, ``path``) and its models:
   (``proposal_id`` fills ``{proposal_id}``, ``as_of`` is ``?as_of=``); the tool takes them camelCase
   (``proposalId``, ``asOf``), like the body fields.
 
+- ``by_alias``: the body schema's property names are the fields' aliases (camelCase here) or, when
+  False, the fields' own names (the snake_case of the KSTAR tools, which the routes accept too).
+- ``choose``: a tool that stands for several routes picks one from its arguments (KSTAR's
+  ``query_memory``: a filter query, a text search, perceptions or facts).
+
 Adding a tool is one ``ToolSpec`` row (tests/unit/test_mcp_tools.py checks each row against the
 app's routes). The KMP names are taken by the ``/kmp/v1/*`` rows below: kernel_ingest,
 kernel_write_memory, kernel_wake, kernel_ask, kernel_goto, kernel_near, kernel_rewind,
 kernel_forward, kernel_trace, kernel_inspect.
-"""
 
-# Reserved for KSTAR (its own MCP server, named ``kstar``; not built yet): store_trace, query_memory,
-# query_traces, store_perception, store_fact, store_skill, update_skill (alias update_skill_maturity),
-# store_control_token, verify_control_token, revoke_control_token, get_token_lineage, export_memory
-# (alias export_bundle), import_bundle.
+KSTAR (seed 003, X-25) is a second MCP server, named ``kstar`` (``/mcp/kstar``, ``hivemem mcp
+--server kstar``), whose table is ``projections/mcp/kstar_tools.py``: store_trace, query_memory,
+query_traces, store_perception, store_fact, store_skill, update_skill (alias update_skill_maturity),
+store_control_token, verify_control_token, revoke_control_token, get_token_lineage, export_memory
+(alias export_bundle), import_bundle (tests/unit/test_mcp_kstar_tools.py).
+"""
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any, Literal
@@ -86,6 +93,9 @@ class WaitQuery(Params):
     wait_ms: WaitMs = None
 
 
+Chooser = Callable[[dict[str, Any]], "tuple[ToolSpec, dict[str, Any]]"]
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -95,6 +105,8 @@ class ToolSpec:
     body: type[BaseModel] | None = None
     query: type[BaseModel] | None = None
     envelope: str | None = None  # POST /api/v1/envelopes: the body is the payload of an envelope of this type
+    by_alias: bool = True  # body schema by alias (camelCase) or, False, by field name (snake_case)
+    choose: Chooser | None = None  # several routes: the spec (and arguments) a call's arguments select
 
     def __post_init__(self) -> None:
         envelope_ok = self.path == ENVELOPES_PATH and PAYLOAD_MODELS.get(self.envelope or "") is self.body
@@ -116,7 +128,7 @@ class ToolSpec:
         return [seg[1:-1] for seg in self.path.split("/") if seg.startswith("{") and seg.endswith("}")]
 
     def _body_schema(self) -> dict[str, Any]:
-        return self.body.model_json_schema(by_alias=True) if self.body is not None else {}
+        return self.body.model_json_schema(by_alias=self.by_alias) if self.body is not None else {}
 
     @cached_property
     def input_schema(self) -> dict[str, Any]:

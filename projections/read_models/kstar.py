@@ -72,6 +72,9 @@ class KstarProjection:
             history.append(_history_row(ev, rec.offset))
             if ev.change == "STORED":
                 row = _record_row(ev)
+                earlier = upserts.get(row[:4])
+                if earlier is not None:  # stored twice in this batch: the first time is its first_known_at
+                    row = (*row[:9], earlier[9], *row[10:])
                 upserts[row[:4]] = row
             elif ev.change == "FORGOTTEN":
                 _upsert(cur, schema, list(upserts.values()))  # what the batch stored before the forget

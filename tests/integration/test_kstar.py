@@ -24,6 +24,7 @@ from tests.integration.support import http, owner_db
 pytestmark = pytest.mark.integration
 TENANT = "kstar-a"
 WAIT = "wait_ms=20000"
+TS = "2026-11-20T10:00:00.000Z"
 
 
 def _iso(delta: timedelta = timedelta()) -> str:
@@ -59,7 +60,7 @@ def test_traces_with_a_registered_category(teacher: tuple[httpx.Client, str]) ->
     h, _ = teacher
     ok(h.post(f"/kstar/v1/trace-categories?{WAIT}", json={"name": "artifact_evaluation", "definition": {
         "domain": "education.evaluation", "required_fields": ["artifact_id", "rubric_id", "scores"]}}))  # fmt: skip
-    stored = ok(h.post(f"/kstar/v1/traces?{WAIT}", json={"id": "tr-1", **evaluation("essay-1")}))
+    stored = ok(h.post(f"/kstar/v1/traces?{WAIT}", json={"id": "tr-1", "timestamp": TS, **evaluation("essay-1")}))
     assert stored["status"] == "STORED" and stored["recordId"] == "tr-1" and stored["knownAt"] > 0
     refused(h.post(f"/kstar/v1/traces?{WAIT}", json=evaluation("essay-2", score=4)), "KSTAR_CATEGORY_FIELD_MISSING")
     refused(
@@ -67,10 +68,10 @@ def test_traces_with_a_registered_category(teacher: tuple[httpx.Client, str]) ->
         "KSTAR_INVALID_RECORD",
     )  # no task
     # A trace is immutable: the same id with other content is refused, the same content is unchanged.
-    again = ok(h.post(f"/kstar/v1/traces?{WAIT}", json={"id": "tr-1", **evaluation("essay-1")}))
+    again = ok(h.post(f"/kstar/v1/traces?{WAIT}", json={"id": "tr-1", "timestamp": TS, **evaluation("essay-1")}))
     assert again["status"] == "UNCHANGED"
     refused(
-        h.post(f"/kstar/v1/traces?{WAIT}", json={"id": "tr-1", **evaluation("essay-9")}), "KSTAR_TRACE_IMMUTABLE", 409
+        h.post(f"/kstar/v1/traces?{WAIT}", json={"id": "tr-1", "timestamp": TS, **evaluation("essay-9")}), "KSTAR_TRACE_IMMUTABLE", 409
     )
     got = ok(h.get("/kstar/v1/traces/tr-1"))
     assert got["record"]["action"]["parameters"]["artifact_id"] == "essay-1" and got["record"]["timestamp"]
