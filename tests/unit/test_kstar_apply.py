@@ -30,16 +30,18 @@ def ctx(claw: str = "c1") -> OpContext:
 
 def op(kind: str, rid: str, doc: dict[str, Any], verb: str = "STORE", conflict: str = "DEFAULT",
        origin: str = "LOCAL") -> KstarPayload:  # fmt: skip
-    return KstarPayload(
-        op_id="o",
-        memory="c1",
-        op=verb,
-        kind=kind,
-        record_id=rid,
-        document=json.dumps(doc),  # type: ignore[arg-type]
-        on_conflict=conflict,
-        origin=origin,
-    )  # type: ignore[arg-type]
+    return KstarPayload.model_validate(
+        {
+            "op_id": "o",
+            "memory": "c1",
+            "op": verb,
+            "kind": kind,
+            "record_id": rid,
+            "document": json.dumps(doc),
+            "on_conflict": conflict,
+            "origin": origin,
+        }
+    )
 
 
 def held(view: MemoryView, kind: str, doc: dict[str, Any], name: str = "") -> None:
