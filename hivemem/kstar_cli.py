@@ -83,8 +83,15 @@ def sync_document(db_url: str, writer: Writer, memory: str, remote_url: str, rem
     from projections.kstar_sync import Remote, sync
 
     with _connect(db_url, writer.tenant) as conn:
-        return sync(conn, writer, memory, Remote(remote_url, remote_token), publisher,
-                    f"hivemem:{writer.tenant}/{writer.claw_id}", wait_s=wait_s)
+        return sync(
+            conn,
+            writer,
+            memory,
+            Remote(remote_url, remote_token),
+            publisher,
+            f"hivemem:{writer.tenant}/{writer.claw_id}",
+            wait_s=wait_s,
+        )
 
 
 def _bar(console: Console, what: str) -> Progress:

@@ -253,8 +253,9 @@ def main(argv: list[str]) -> None:
     elif which == "api":
         run_api(settings)
     else:
-        raise SystemExit("usage: python -m hivemem.services "
-                         "gate|governance|caml|kmms|kmp|kstar|projectors [NAME...]|api")
+        raise SystemExit(
+            "usage: python -m hivemem.services gate|governance|caml|kmms|kmp|kstar|projectors [NAME...]|api"
+        )
 
 
 if __name__ == "__main__":

@@ -26,10 +26,15 @@ def kstar_migration() -> list[str]:
             PRIMARY KEY (tenant, memory, remote, kind, record_id))""",
         # A sync runs in the API too (as the app role): its own tenant's rows only.
         f"GRANT USAGE ON SCHEMA kstarsync TO {APP_ROLE}",
-        *[x for t in ("state", "pending") for x in (
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON kstarsync.{t} TO {APP_ROLE}",
-            f"ALTER TABLE kstarsync.{t} ENABLE ROW LEVEL SECURITY",
-            f"CREATE POLICY tenant_isolation ON kstarsync.{t} FOR ALL TO {APP_ROLE} "
-            "USING (tenant = current_setting('hivemem.tenant', true)) "
-            "WITH CHECK (tenant = current_setting('hivemem.tenant', true))")],
+        *[
+            x
+            for t in ("state", "pending")
+            for x in (
+                f"GRANT SELECT, INSERT, UPDATE, DELETE ON kstarsync.{t} TO {APP_ROLE}",
+                f"ALTER TABLE kstarsync.{t} ENABLE ROW LEVEL SECURITY",
+                f"CREATE POLICY tenant_isolation ON kstarsync.{t} FOR ALL TO {APP_ROLE} "
+                "USING (tenant = current_setting('hivemem.tenant', true)) "
+                "WITH CHECK (tenant = current_setting('hivemem.tenant', true))",
+            )
+        ],
     ]

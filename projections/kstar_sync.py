@@ -106,8 +106,11 @@ def sync(conn: Conn, writer: Writer, memory: str, remote: Remote, publisher: Any
                            "AND kind = %s AND record_id = %s", (t, memory, k, r)).fetchone()  # fmt: skip
         if got is not None:
             mine[(str(k), str(r))] = (dict(got[0]), str(got[1]), int(got[2]))
-    plan = resolve([Change(k, r, v[1]) for (k, r), v in mine.items()],
-                   [Change(k, r, content_hash(v["record"])) for (k, r), v in theirs.items()], policy)  # 4
+    plan = resolve(
+        [Change(k, r, v[1]) for (k, r), v in mine.items()],
+        [Change(k, r, content_hash(v["record"])) for (k, r), v in theirs.items()],
+        policy,
+    )  # 4
     result = SyncResult(retried=len(pending))
     result.conflicts = [{"kind": lo.kind, "recordId": lo.record_id, "winner": wins} for lo, _, wins in plan.conflicts]
     conn.commit()

@@ -70,9 +70,8 @@ def test_traces_with_a_registered_category(teacher: tuple[httpx.Client, str]) ->
     # A trace is immutable: the same id with other content is refused, the same content is unchanged.
     again = ok(h.post(f"/kstar/v1/traces?{WAIT}", json={"id": "tr-1", "timestamp": TS, **evaluation("essay-1")}))
     assert again["status"] == "UNCHANGED"
-    refused(
-        h.post(f"/kstar/v1/traces?{WAIT}", json={"id": "tr-1", "timestamp": TS, **evaluation("essay-9")}), "KSTAR_TRACE_IMMUTABLE", 409
-    )
+    other = {"id": "tr-1", "timestamp": TS, **evaluation("essay-9")}
+    refused(h.post(f"/kstar/v1/traces?{WAIT}", json=other), "KSTAR_TRACE_IMMUTABLE", 409)
     got = ok(h.get("/kstar/v1/traces/tr-1"))
     assert got["record"]["action"]["parameters"]["artifact_id"] == "essay-1" and got["record"]["timestamp"]
     found = ok(h.post("/kstar/v1/traces/query", json={"filters": {
@@ -87,7 +86,7 @@ def test_traces_with_a_registered_category(teacher: tuple[httpx.Client, str]) ->
 
 def test_facts_are_checked_against_their_schema(teacher: tuple[httpx.Client, str]) -> None:
     h, _ = teacher
-    profile = {"schema": "learner_profile", "source": "intake form",
+    profile: dict[str, Any] = {"schema": "learner_profile", "source": "intake form",
                "data": {"learning_style": "visual", "strengths": ["algebra"], "growth_areas": ["essays"]}}  # fmt: skip
     ok(h.post(f"/kstar/v1/facts?{WAIT}", json={"id": "f-alice", **profile}))
     bad = copy.deepcopy(profile)
