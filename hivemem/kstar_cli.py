@@ -35,20 +35,22 @@ def now_iso() -> str:
 
 
 def export_document(db_url: str, tenant: str, memory: str, flt: b.ExportFilter, signer: Any,
-                    passphrase: str | None, progress: Tick | None = None) -> dict[str, Any]:  # fmt: skip
-    """The memory's bundle (encrypted when a passphrase is given)."""
+                    passphrase: str | None, progress: Tick | None = None) -> b.EncodedBundle:  # fmt: skip
+    """The memory's bundle and its file bytes (encrypted when a passphrase is given)."""
     with _connect(db_url, tenant) as conn:
-        doc = export_memory(conn, tenant, memory, flt, b.Agent(memory, "claw", "hivemem-0.1.0"), now_iso(),
-                            signer=signer, progress=progress)  # fmt: skip
-    return b.encrypt_bundle(doc, passphrase.encode()) if passphrase else doc
+        return export_memory(conn, tenant, memory, flt, b.Agent(memory, "claw", "hivemem-0.1.0"), now_iso(),
+                             signer=signer, passphrase=passphrase.encode() if passphrase else None,
+                             progress=progress)  # fmt: skip
 
 
 def import_document(db_url: str, writer: Writer, memory: str, plain: dict[str, Any], mode: str,
                     types: Sequence[str] | None, publisher: Any, wait_s: float,
-                    sent: Tick | None = None, judged: Tick | None = None) -> ImportResult:  # fmt: skip
-    """Verify, plan, publish, and wait for the verdicts; the report counts what was not sent as unchanged."""
+                    sent: Tick | None = None, judged: Tick | None = None,
+                    checksum: str | None = None) -> ImportResult:  # fmt: skip
+    """Verify (unless ``checksum`` says it was), plan, publish, and wait for the verdicts; the report
+    counts what was not sent as unchanged."""
     with _connect(db_url, writer.tenant) as conn:
-        plan = plan_import(conn, writer.tenant, memory, plain, mode, types)
+        plan = plan_import(conn, writer.tenant, memory, plain, mode, types, checksum)
         conn.commit()  # not rollback: that would undo the tenant setting too
         envs = [writer.envelope(p) for p in plan.ops]
         publish_all(publisher.publish_async, publisher.flush, envs, sent)
@@ -106,35 +108,46 @@ def _passphrase(path: str | None, console: Console) -> bytes | None:
     return Path(path).read_text().strip().encode()
 
 
+def _bad_types(types: str | None) -> list[str]:
+    return [t for t in (types or "").split(",") if t and t not in b.KINDS]
+
+
 def run_export(settings: Settings, args: argparse.Namespace, console: Console) -> int:
     config = settings.load_config()
     if args.include_tokens and not args.yes:
         console.print("[red]CONFIRMATION_REQUIRED[/red]: control tokens are credentials; add --yes to include them")
         return 2
+    bad = _bad_types(args.types)
+    if bad:
+        console.print(f"[red]INVALID_TYPES[/red]: {bad}; choose from {', '.join(b.KINDS)}")
+        return 2
     types = frozenset(args.types.split(",")) if args.types else frozenset(k for k in b.KINDS if k != "control_tokens")
     if args.include_tokens:
         types |= {"control_tokens"}
-    flt = b.ExportFilter(types=types, include_tokens=args.include_tokens, date_from=args.date_from,
-                         date_to=args.date_to)  # fmt: skip
+    try:
+        flt = b.ExportFilter(types=types, include_tokens=args.include_tokens, date_from=args.date_from,
+                             date_to=args.date_to)  # fmt: skip
+        flt.admits("traces", {"timestamp": "2000-01-01T00:00:00.000Z"})  # a bad --from/--to fails here
+    except (b.BundleError, ValueError) as exc:
+        console.print(f"[red]INVALID_DATE[/red]: {exc}")
+        return 2
     signer = issuer_key(config.token_secret, args.tenant, args.claw)
     passphrase = _passphrase(args.passphrase_file, console)
     with _bar(console, "exporting") as bar:
         task = bar.add_task("export", total=None)
-        doc = export_document(settings.require_database(), args.tenant, args.memory or args.claw, flt, signer,
+        enc = export_document(settings.require_database(), args.tenant, args.memory or args.claw, flt, signer,
                               passphrase.decode() if passphrase else None,
                               lambda n: bar.advance(task, n))  # fmt: skip
     out = Path(args.output)
-    out.write_bytes(b.dump_document(doc))
-    out.chmod(0o600)  # a memory is personal data (seed 003 §4.1: files mode 600)
-    stats = doc.get("statistics", {})
+    b.write_document(out, enc.data)  # atomic, mode 600: a memory is personal data
+    stats = enc.bundle["statistics"]
     console.print(f"wrote {out} ({out.stat().st_size} bytes){' encrypted' if passphrase else ''}; {stats}")
     return 0
 
 
 def run_verify(settings: Settings, args: argparse.Namespace, console: Console) -> int:
     try:
-        plain = b.load_document(Path(args.bundle).read_bytes(), _passphrase(args.passphrase_file, console))
-        check = b.verify_bundle(plain)
+        check = b.decode_bundle(Path(args.bundle).read_bytes(), _passphrase(args.passphrase_file, console)).check
     except b.BundleError as exc:
         console.print(f"[red]{exc.code}[/red]: {exc.detail}")
         return 1
@@ -151,13 +164,17 @@ def run_import(settings: Settings, args: argparse.Namespace, console: Console) -
     if args.replace and not args.yes:
         console.print("[red]CONFIRMATION_REQUIRED[/red]: --replace removes the memory's records first; add --yes")
         return 2
+    bad = _bad_types(args.types)
+    if bad:
+        console.print(f"[red]INVALID_TYPES[/red]: {bad}; choose from {', '.join(b.KINDS)}")
+        return 2
     config = settings.load_config()
     if args.tenant not in config.tenants:
         console.print(f"[red]UNKNOWN_TENANT[/red]: {args.tenant!r}")
         return 2
     try:
-        plain = b.load_document(Path(args.bundle).read_bytes(), _passphrase(args.passphrase_file, console))
-        b.verify_bundle(plain)
+        decoded = b.decode_bundle(Path(args.bundle).read_bytes(), _passphrase(args.passphrase_file, console))
+        plain = decoded.bundle
     except b.BundleError as exc:
         console.print(f"[red]{exc.code}[/red]: {exc.detail}")
         return 1
@@ -170,7 +187,8 @@ def run_import(settings: Settings, args: argparse.Namespace, console: Console) -
         judged = bar.add_task("judged", total=total)
         result = import_document(settings.require_database(), writer, args.memory or args.claw, plain,
                                  "replace" if args.replace else "merge", types, publisher, args.wait,
-                                 lambda n: bar.advance(sent, n), lambda n: bar.advance(judged, n))  # fmt: skip
+                                 lambda n: bar.advance(sent, n), lambda n: bar.advance(judged, n),
+                                 decoded.check.checksum)  # fmt: skip
     console.print_json(data=result.to_wire())
     return 0 if not result.refused and not result.pending else 1
 

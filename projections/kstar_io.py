@@ -65,8 +65,10 @@ def read_memory(conn: Conn, tenant: str, memory: str) -> Iterator[tuple[str, str
 
 
 def export_memory(conn: Conn, tenant: str, memory: str, flt: b.ExportFilter, agent: b.Agent, exported_at: str,
-                  signer: Any = None, progress: Callable[[int], None] | None = None) -> dict[str, Any]:  # fmt: skip
-    """The memory as a kstar-bundle 1.0.0 (signed when a signer is given)."""
+                  signer: Any = None, passphrase: bytes | None = None,
+                  progress: Callable[[int], None] | None = None) -> b.EncodedBundle:  # fmt: skip
+    """The memory as a kstar-bundle 1.0.0 (signed when a signer is given, encrypted with a passphrase),
+    serialised once."""
     sections: dict[str, list[dict[str, Any]]] = {s: [] for s in b.KINDS}
     registrations: list[dict[str, Any]] = []
     schemas: set[str] = set()
@@ -87,7 +89,9 @@ def export_memory(conn: Conn, tenant: str, memory: str, flt: b.ExportFilter, age
     if progress is not None:
         progress(seen % 1000)
     ext = {EXTENSION: {"memory": memory, "registrations": registrations}}
-    return b.build_bundle(agent, sections, sorted(schemas), exported_at, signer=signer, extensions=ext)
+    return b.encode_bundle(
+        agent, sections, sorted(schemas), exported_at, signer=signer, extensions=ext, passphrase=passphrase
+    )
 
 
 @dataclass
@@ -98,13 +102,14 @@ class ImportPlan:
 
 
 def plan_import(conn: Conn, tenant: str, memory: str, bundle: Mapping[str, Any], mode: str,
-                types: Sequence[str] | None = None) -> ImportPlan:  # fmt: skip
+                types: Sequence[str] | None = None, checksum: str | None = None) -> ImportPlan:  # fmt: skip
     """What to publish: registrations first (facts and traces are judged against them), then the
     records whose content differs from what the memory holds; with ``replace``, a FORGET of each
     imported kind first and every record after it."""
-    check = b.verify_bundle(bundle)
+    if checksum is None:  # not verified by the caller (decode_bundle did it for the CLI and the API)
+        checksum = b.verify_bundle(bundle).checksum
     held = {(k, r): h for k, r, _, h in read_memory(conn, tenant, memory)} if mode == "merge" else {}
-    plan = ImportPlan(check.checksum)
+    plan = ImportPlan(checksum)
     wanted = [s for s in b.KINDS if types is None or s in types]
     conflict = "KEEP" if mode == "merge" else "OVERWRITE"
 
@@ -114,14 +119,17 @@ def plan_import(conn: Conn, tenant: str, memory: str, bundle: Mapping[str, Any],
         if doc is not None and held.get((kind, rid)) == h:
             plan.unchanged += 1
             return
-        payload = KstarPayload(op_id=f"import-{check.checksum[7:23]}-{len(plan.ops)}", memory=memory, op=op,  # type: ignore[arg-type]
+        payload = KstarPayload(op_id=f"import-{checksum[7:23]}-{len(plan.ops)}", memory=memory, op=op,  # type: ignore[arg-type]
                                kind=kind, record_id=rid, document=text, on_conflict=conflict,  # type: ignore[arg-type]
-                               origin="IMPORT", origin_ref=check.checksum)  # fmt: skip
+                               origin="IMPORT", origin_ref=checksum)  # fmt: skip
         plan.ops.append(payload)
 
     if mode == "replace":
+        # Only the kinds the bundle brings (or --types names): a default export carries no control
+        # tokens, and replacing from it must not wipe the memory's tokens.
         for section in wanted:
-            add("FORGET", SECTION_KIND[section], "", None)
+            if types is not None or bundle["memory"][section]:
+                add("FORGET", SECTION_KIND[section], "", None)
     ext = bundle.get("extensions", {}).get(EXTENSION, {})
     for reg in ext.get("registrations", []) if isinstance(ext, dict) else []:
         add("REGISTER", str(reg["kind"]), str(reg["record"]["name"]), reg["record"])

@@ -47,11 +47,17 @@ class Verdict(View):
     detail: str | None = None
 
 
-def _where(conds: Sequence[Condition]) -> tuple[list[sql.Composable], list[Any]]:
+def _where(conds: Sequence[Condition], or_missing: Sequence[str] = ()) -> tuple[list[sql.Composable], list[Any]]:
+    """SQL for the conditions; a condition on a field of ``or_missing`` also holds where the field is absent."""
     parts: list[sql.Composable] = []
     params: list[Any] = []
     for c in conds:
         path = list(c.path)
+        if c.path[0] in or_missing:
+            one, args = _where([c])
+            parts.append(sql.SQL("(coalesce(jsonb_typeof(doc #> %s::text[]), 'null') = 'null' OR {})").format(one[0]))
+            params += [path, *args]
+            continue
         if c.op == "eq":
             parts.append(sql.SQL("doc #> %s::text[] = %s::jsonb"))
             params += [path, json.dumps(c.value)]
@@ -70,10 +76,11 @@ def _where(conds: Sequence[Condition]) -> tuple[list[sql.Composable], list[Any]]
 
 async def query(pool: AsyncConnectionPool, tenant: str, memory: str, kind: str, conds: Sequence[Condition] = (),
                 order: tuple[str, bool] | None = None, limit: int = 100, offset: int = 0,
-                text: str | None = None, text_fields: Sequence[str] = ()) -> list[Stored]:  # fmt: skip
+                text: str | None = None, text_fields: Sequence[str] = (),
+                or_missing: Sequence[str] = ()) -> list[Stored]:  # fmt: skip
     """Records of one kind of one memory matching every condition, in ``order`` (a top-level field,
     descending when the flag says so) or by record time then id."""
-    where, params = _where(conds)
+    where, params = _where(conds, or_missing)
     base: list[sql.Composable] = [sql.SQL("tenant = %s AND memory = %s AND kind = %s")]
     args: list[Any] = [tenant, memory, kind]
     if text:

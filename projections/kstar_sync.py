@@ -141,11 +141,17 @@ def sync(conn: Conn, writer: Writer, memory: str, remote: Remote, publisher: Any
             failed_keys |= {(str(x["kind"]), _rid(x)) for x in chunk}
             result.failed.append({"side": "remote", "reasonCode": "SYNC_PUSH_FAILED", "detail": str(exc)[:300]})
     with conn.transaction():  # 7
-        conn.execute("DELETE FROM kstarsync.pending WHERE tenant = %s AND memory = %s AND remote = %s",
-                     (t, memory, key))  # fmt: skip
+        sent = [c for c in plan.push if (c.kind, c.record_id) not in failed_keys]
+        conn.execute("DELETE FROM kstarsync.pending p USING unnest(%s::text[], %s::text[]) AS s(kind, record_id) "
+                     "WHERE p.tenant = %s AND p.memory = %s AND p.remote = %s AND p.kind = s.kind "
+                     "AND p.record_id = s.record_id", ([c.kind for c in sent], [c.record_id for c in sent],
+                                                       t, memory, key))  # fmt: skip
         for k, r in failed_keys:
-            conn.execute("INSERT INTO kstarsync.pending (tenant, memory, remote, kind, record_id, attempts) "
-                         "VALUES (%s, %s, %s, %s, %s, 1) ON CONFLICT DO NOTHING", (t, memory, key, k, r))  # fmt: skip
+            conn.execute("INSERT INTO kstarsync.pending (tenant, memory, remote, kind, record_id, attempts, "
+                         "last_error) VALUES (%s, %s, %s, %s, %s, 1, %s) "
+                         "ON CONFLICT (tenant, memory, remote, kind, record_id) DO UPDATE SET "
+                         "attempts = kstarsync.pending.attempts + 1, last_error = excluded.last_error",
+                         (t, memory, key, k, r, result.failed[-1]["detail"] if result.failed else ""))  # fmt: skip
         pulled_to = max([last_pulled, *(int(x["knownAt"]) for x in theirs.values())])
         pushed_to = max([last_pushed, *(v[2] for v in mine.values())])
         conn.execute(

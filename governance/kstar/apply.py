@@ -243,10 +243,12 @@ def _store(op: KstarPayload, doc: dict[str, Any], view: MemoryView, ctx: OpConte
 
 
 def _merge(op: KstarPayload, incoming: dict[str, Any], held: Held) -> dict[str, Any]:
-    """An update keeps the record's first created_at; a revocation sticks."""
+    """An update keeps the record's first created_at (and a skill its maturity); a revocation sticks."""
     out = dict(incoming)
     if "created_at" in held.doc and op.kind in ("perception", "fact"):
         out["created_at"] = held.doc["created_at"]
+    if op.kind == "skill" and op.origin == "LOCAL" and op.on_conflict == "DEFAULT" and "maturity" in held.doc:
+        out["maturity"] = held.doc["maturity"]  # a new definition keeps what using the skill has taught
     if op.kind == "control_token" and held.doc.get("revoked"):
         for k in ("revoked", "revoked_at", "revocation_reason"):
             out[k] = held.doc.get(k)

@@ -13,7 +13,9 @@ import json
 import time
 import uuid
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
+import httpx
 from fastapi import APIRouter, Depends, Query, Response
 from fastapi.concurrency import run_in_threadpool
 
@@ -161,15 +163,18 @@ def router(ctx: Ctx) -> APIRouter:
     @r.get(f"{P}/perceptions", response_model=list[q.Stored], response_model_by_alias=True, responses=READ_ERRORS)
     async def get_perceptions(who: Who, subject: Annotated[str, Query(max_length=1024)], memory: Mem = None,
                               min_confidence: Annotated[float, Query(ge=0, le=1)] = 0.7,
-                              include_expired: bool = False) -> list[q.Stored]:  # fmt: skip
+                              include_expired: bool = False,
+                              limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[q.Stored]:  # fmt: skip
         """A subject's perceptions at or above min_confidence, most confident first; expired ones
         (valid_until in the past) only when asked."""
         conds = [f.Condition(("subject",), "eq", subject), f.Condition(("confidence",), "gte", min_confidence)]
-        found = await q.query(ctx.pool, who.tenant, memory_of(who, memory), "perception", conds,
-                              order=("confidence", True))  # fmt: skip
-        now = iso(int(time.time() * 1000))
-        return [s for s in found if include_expired or not s.record.get("valid_until")
-                or str(s.record["valid_until"]) >= now]  # fmt: skip
+        if not include_expired:  # no valid_until, or one not passed yet (fixed-width times compare as text)
+            conds.append(f.Condition(("valid_until",), "gte", iso(int(time.time() * 1000))))
+            found = await q.query(ctx.pool, who.tenant, memory_of(who, memory), "perception", conds,
+                                  order=("confidence", True), limit=limit, or_missing=("valid_until",))  # fmt: skip
+            return found
+        return await q.query(ctx.pool, who.tenant, memory_of(who, memory), "perception", conds,
+                             order=("confidence", True), limit=limit)  # fmt: skip
 
     @r.post(f"{P}/perceptions/query", response_model=list[q.Stored], response_model_by_alias=True,
             responses=READ_ERRORS)  # fmt: skip
@@ -328,17 +333,17 @@ def router(ctx: Ctx) -> APIRouter:
                              date_to=body.date_to)  # fmt: skip
         signer = tk.issuer_key(deps.token_secret, who.tenant, who.claw_id) if body.sign and who.claw_id else None
         try:
-            return await run_in_threadpool(export_document, deps.app_db_url, who.tenant, m, flt, signer,
-                                           body.passphrase)  # fmt: skip
+            enc = await run_in_threadpool(export_document, deps.app_db_url, who.tenant, m, flt, signer,
+                                          body.passphrase)  # fmt: skip
         except b.BundleError as exc:
             raise _refused(exc) from exc
+        return enc.bundle if body.passphrase is None else dict(json.loads(enc.data))
 
     @r.post(f"{P}/verify-bundle", response_model=dict[str, Any], responses=READ_ERRORS)
     async def verify_bundle(who: Who, body: VerifyBundleIn) -> dict[str, Any]:
         """Check a bundle without importing it: format, checksum, signature, statistics."""
         try:
-            plain = b.load_document(json.dumps(body.bundle).encode(), (body.passphrase or "").encode() or None)
-            check = b.verify_bundle(plain)
+            check = b.decode_bundle(json.dumps(body.bundle).encode(), (body.passphrase or "").encode() or None).check
         except b.BundleError as exc:
             raise _refused(exc) from exc
         return {"valid": True, "checksum": check.checksum, "signed": check.signed, "signerKey": check.signer_key,
@@ -354,9 +359,10 @@ def router(ctx: Ctx) -> APIRouter:
         if body.mode == "replace" and not body.confirm:
             raise ApiError(422, "CONFIRMATION_REQUIRED", "replace removes the memory's records first: send confirm")
         try:
-            plain = b.load_document(json.dumps(body.bundle).encode(), (body.passphrase or "").encode() or None)
-            result = await run_in_threadpool(import_document, deps.app_db_url, writer(who), m, plain, body.mode,
-                                             body.types, deps.publisher, body.wait_ms / 1000)  # fmt: skip
+            decoded = b.decode_bundle(json.dumps(body.bundle).encode(), (body.passphrase or "").encode() or None)
+            result = await run_in_threadpool(import_document, deps.app_db_url, writer(who), m, decoded.bundle,
+                                             body.mode, body.types, deps.publisher, body.wait_ms / 1000, None, None,
+                                             decoded.check.checksum)  # fmt: skip
         except b.BundleError as exc:
             raise _refused(exc) from exc
         return result.to_wire()
@@ -385,10 +391,17 @@ def router(ctx: Ctx) -> APIRouter:
         from hivemem.kstar_cli import sync_document
 
         m = memory_of(who, memory, write=True)
-        if not body.remote_url.startswith(("https://", "http://127.0.0.1", "http://localhost")):
+        url = urlsplit(body.remote_url)
+        if url.scheme != "https" and not (url.scheme == "http" and url.hostname in ("127.0.0.1", "localhost", "::1")):
             raise ApiError(422, "SYNC_HTTPS_REQUIRED", "the remote must be https:// (plain http only on localhost)")
-        result = await run_in_threadpool(sync_document, deps.app_db_url, writer(who), m, body.remote_url,
-                                         body.remote_token, deps.publisher, body.wait_ms / 1000)  # fmt: skip
+        try:
+            result = await run_in_threadpool(sync_document, deps.app_db_url, writer(who), m, body.remote_url,
+                                             body.remote_token, deps.publisher, body.wait_ms / 1000)  # fmt: skip
+        except httpx.HTTPStatusError as exc:
+            raise ApiError(502, "SYNC_REMOTE_REFUSED", f"the remote answered {exc.response.status_code}: "
+                           f"{exc.response.text[:300]}") from exc  # fmt: skip
+        except httpx.HTTPError as exc:
+            raise ApiError(502, "SYNC_REMOTE_UNAVAILABLE", f"the remote did not answer: {type(exc).__name__}") from exc
         return result.to_wire()
 
     # -- sync support, statistics, forgetting ---------------------------------------------------------

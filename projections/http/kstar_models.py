@@ -64,7 +64,9 @@ class TokenIn(In):
     scope: str | None = Field(default=None, max_length=1024)
     permissions: list[str] = Field(default_factory=list, max_length=256)
     expires_at: str | None = Field(default=None, description="ISO-8601 UTC; required for session tokens")
-    delegation_chain: list[str] = Field(default_factory=list, max_length=64, description="root first")
+    delegation_chain: list[str] = Field(
+        default_factory=list, max_length=64, description="direct parent first, root last"
+    )
     granted_by: str | None = Field(default=None, max_length=256, description="default: the calling claw's URN")
     token_id: str | None = Field(default=None, max_length=256)
 
