@@ -18,7 +18,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from governance.kstar import bundle as b
 from governance.kstar.tokens import issuer_key
 from hivemem.settings import Settings
-from projections.kstar_io import ImportResult, Writer, collect_verdicts, export_memory, plan_import, publish_all
+from projections.kstar_io import (
+    ImportResult,
+    Writer,
+    collect_episode_verdicts,
+    collect_verdicts,
+    export_memory,
+    plan_import,
+    publish_all,
+)
 
 Tick = Callable[[int], None]
 
@@ -35,12 +43,13 @@ def now_iso() -> str:
 
 
 def export_document(db_url: str, tenant: str, memory: str, flt: b.ExportFilter, signer: Any,
-                    passphrase: str | None, progress: Tick | None = None) -> b.EncodedBundle:  # fmt: skip
+                    passphrase: str | None, progress: Tick | None = None,
+                    episodes: bool = True) -> b.EncodedBundle:  # fmt: skip
     """The memory's bundle and its file bytes (encrypted when a passphrase is given)."""
     with _connect(db_url, tenant) as conn:
         return export_memory(conn, tenant, memory, flt, b.Agent(memory, "claw", "hivemem-0.1.0"), now_iso(),
                              signer=signer, passphrase=passphrase.encode() if passphrase else None,
-                             progress=progress)  # fmt: skip
+                             progress=progress, episodes=episodes)  # fmt: skip
 
 
 def import_document(db_url: str, writer: Writer, memory: str, plain: dict[str, Any], mode: str,
@@ -53,8 +62,11 @@ def import_document(db_url: str, writer: Writer, memory: str, plain: dict[str, A
         plan = plan_import(conn, writer.tenant, memory, plain, mode, types, checksum)
         conn.commit()  # not rollback: that would undo the tenant setting too
         envs = [writer.envelope(p) for p in plan.ops]
-        publish_all(publisher.publish_async, publisher.flush, envs, sent)
+        told = [writer.envelope(e) for e in plan.episodes]
+        publish_all(publisher.publish_async, publisher.flush, envs + told, sent)
         result = collect_verdicts(conn, writer.tenant, [e.event_id for e in envs], wait_s, judged)
+        if told:
+            result.episodes = collect_episode_verdicts(conn, writer.tenant, [e.event_id for e in told], wait_s)
     result.unchanged += plan.unchanged
     return result
 
@@ -109,7 +121,7 @@ def _passphrase(path: str | None, console: Console) -> bytes | None:
 
 
 def _bad_types(types: str | None) -> list[str]:
-    return [t for t in (types or "").split(",") if t and t not in b.KINDS]
+    return [t for t in (types or "").split(",") if t and t not in (*b.KINDS, "episodes")]
 
 
 def run_export(settings: Settings, args: argparse.Namespace, console: Console) -> int:
@@ -121,7 +133,9 @@ def run_export(settings: Settings, args: argparse.Namespace, console: Console) -
     if bad:
         console.print(f"[red]INVALID_TYPES[/red]: {bad}; choose from {', '.join(b.KINDS)}")
         return 2
-    types = frozenset(args.types.split(",")) if args.types else frozenset(k for k in b.KINDS if k != "control_tokens")
+    kinds = set(args.types.split(",")) if args.types else None
+    episodes = not args.no_episodes and (kinds is None or "episodes" in kinds)
+    types = frozenset(kinds - {"episodes"}) if kinds else frozenset(k for k in b.KINDS if k != "control_tokens")
     if args.include_tokens:
         types |= {"control_tokens"}
     try:
@@ -137,7 +151,7 @@ def run_export(settings: Settings, args: argparse.Namespace, console: Console) -
         task = bar.add_task("export", total=None)
         enc = export_document(settings.require_database(), args.tenant, args.memory or args.claw, flt, signer,
                               passphrase.decode() if passphrase else None,
-                              lambda n: bar.advance(task, n))  # fmt: skip
+                              lambda n: bar.advance(task, n), episodes)  # fmt: skip
     out = Path(args.output)
     b.write_document(out, enc.data)  # atomic, mode 600: a memory is personal data
     stats = enc.bundle["statistics"]
@@ -200,11 +214,12 @@ def add_parsers(sub: Any) -> None:
         p.add_argument("--tenant", required=True)
         p.add_argument("--claw", required=True, help="the claw whose memory it is (its key signs the writes)")
         p.add_argument("--memory", help="default: the claw's own memory (its id)")
-        p.add_argument("--types", help="comma-separated: traces,perceptions,facts,skills,control_tokens")
+        p.add_argument("--types", help="comma-separated: traces,perceptions,facts,skills,control_tokens,episodes")
         p.add_argument("--passphrase-file", help="encrypt / decrypt with the passphrase in this file ('-': ask)")
         p.add_argument("--yes", action="store_true", help="confirm --include-tokens / --replace")
     ex.add_argument("output")
     ex.add_argument("--include-tokens", action="store_true", help="control tokens too (needs --yes)")
+    ex.add_argument("--no-episodes", action="store_true", help="leave the claw's KMMS episodes out")
     ex.add_argument("--from", dest="date_from", help="ISO-8601 UTC, inclusive")
     ex.add_argument("--to", dest="date_to", help="ISO-8601 UTC, inclusive")
     im.add_argument("bundle")

@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from contracts.models import Envelope, KstarPayload
+from contracts.models import Envelope, EpisodePayload, KstarPayload
 from governance.identity import TenantPolicy, derive_deployment_key
 from governance.kstar import bundle as b
 from governance.kstar.apply import content_hash
@@ -42,10 +42,11 @@ class Writer:
     claw_id: str
     policy: TenantPolicy
 
-    def envelope(self, payload: KstarPayload, idempotency_key: str | None = None) -> Envelope:
+    def envelope(self, payload: KstarPayload | EpisodePayload, idempotency_key: str | None = None) -> Envelope:
         secret_id, secret = next(iter(self.policy.operator_secrets.items()))
         signer = HmacSigner("hmac:" + secret_id, derive_deployment_key(secret, self.tenant, self.claw_id))
-        return build_envelope("kstar", payload, tenant=self.tenant, claw_id=self.claw_id,
+        kind = "kstar" if isinstance(payload, KstarPayload) else "episode"
+        return build_envelope(kind, payload, tenant=self.tenant, claw_id=self.claw_id,
                               instance_id=f"{self.claw_id}-kstar", signer=signer,
                               idempotency_key=idempotency_key)  # fmt: skip
 
@@ -64,11 +65,23 @@ def read_memory(conn: Conn, tenant: str, memory: str) -> Iterator[tuple[str, str
             yield str(kind), str(rid), dict(doc), str(h)
 
 
+def read_episodes(conn: Conn, tenant: str, claw_id: str) -> list[dict[str, Any]]:
+    """The claw's KMMS episodes (every user's memory inside it; erased ones left out), as they read now
+    (personal data already redacted by the tenant's policy), oldest first."""
+    rows = conn.execute(
+        "SELECT episode_id, scope, session_id, thread_id, content_type, occurred_at, content FROM kmms.kmms_episodes "
+        "WHERE tenant = %s AND claw_id = %s AND NOT erased ORDER BY occurred_at, episode_id", (tenant, claw_id),
+    ).fetchall()  # fmt: skip
+    return [{"episode_id": e, "user_id": u, "session_id": s, "thread_id": t, "content_type": k, "occurred_at": o,
+             "content": c} for e, u, s, t, k, o, c in rows]  # fmt: skip
+
+
 def export_memory(conn: Conn, tenant: str, memory: str, flt: b.ExportFilter, agent: b.Agent, exported_at: str,
                   signer: Any = None, passphrase: bytes | None = None,
-                  progress: Callable[[int], None] | None = None) -> b.EncodedBundle:  # fmt: skip
+                  progress: Callable[[int], None] | None = None, episodes: bool = True) -> b.EncodedBundle:  # fmt: skip
     """The memory as a kstar-bundle 1.0.0 (signed when a signer is given, encrypted with a passphrase),
-    serialised once."""
+    serialised once. Exporting a claw's own memory also carries its KMMS episodes (``episodes``), in
+    ``extensions.hivemem.kmms_episodes``: an import tells them again, and KMMS consolidates them anew."""
     sections: dict[str, list[dict[str, Any]]] = {s: [] for s in b.KINDS}
     registrations: list[dict[str, Any]] = []
     schemas: set[str] = set()
@@ -88,7 +101,9 @@ def export_memory(conn: Conn, tenant: str, memory: str, flt: b.ExportFilter, age
             schemas.add(str(doc.get("schema", "")))
     if progress is not None:
         progress(seen % 1000)
-    ext = {EXTENSION: {"memory": memory, "registrations": registrations}}
+    ext: dict[str, Any] = {EXTENSION: {"memory": memory, "registrations": registrations}}
+    if episodes and "/" not in memory:  # the claw's own memory: its id is the claw's
+        ext[EXTENSION]["kmms_episodes"] = read_episodes(conn, tenant, memory)
     return b.encode_bundle(
         agent, sections, sorted(schemas), exported_at, signer=signer, extensions=ext, passphrase=passphrase
     )
@@ -99,6 +114,7 @@ class ImportPlan:
     checksum: str
     ops: list[KstarPayload] = field(default_factory=list)
     unchanged: int = 0
+    episodes: list[EpisodePayload] = field(default_factory=list)  # KMMS episodes to tell again
 
 
 def plan_import(conn: Conn, tenant: str, memory: str, bundle: Mapping[str, Any], mode: str,
@@ -131,7 +147,11 @@ def plan_import(conn: Conn, tenant: str, memory: str, bundle: Mapping[str, Any],
             if types is not None or bundle["memory"][section]:
                 add("FORGET", SECTION_KIND[section], "", None)
     ext = bundle.get("extensions", {}).get(EXTENSION, {})
-    for reg in ext.get("registrations", []) if isinstance(ext, dict) else []:
+    if not isinstance(ext, dict):
+        ext = {}
+    if types is None or "episodes" in types:
+        plan.episodes = [episode_payload(e, memory) for e in ext.get("kmms_episodes", [])]
+    for reg in ext.get("registrations", []):
         add("REGISTER", str(reg["kind"]), str(reg["record"]["name"]), reg["record"])
     for section in wanted:
         kind = SECTION_KIND[section]
@@ -143,6 +163,19 @@ def plan_import(conn: Conn, tenant: str, memory: str, bundle: Mapping[str, Any],
     return plan
 
 
+def episode_payload(e: Mapping[str, Any], memory: str) -> EpisodePayload:
+    """A bundle's episode as the importing claw tells it (its own memory: ``memory:<claw>/<user>``)."""
+    claw = memory.split("/", 1)[0]
+    try:
+        return EpisodePayload(episode_id=str(e["episode_id"]), about=f"memory:{claw}/{e.get('user_id', '')}",
+                              content=str(e["content"]), occurred_at=int(e["occurred_at"]),
+                              session_id=str(e.get("session_id", "")), user_id=str(e.get("user_id", "")),
+                              thread_id=str(e.get("thread_id", "")),
+                              content_type=e.get("content_type", "NOTE"))  # fmt: skip
+    except (KeyError, TypeError, ValueError) as exc:
+        raise b.BundleError("BUNDLE_BAD_FORMAT", f"extensions.hivemem.kmms_episodes: {exc}"[:300]) from exc
+
+
 @dataclass
 class ImportResult:
     imported_count: int = 0  # STORED
@@ -151,10 +184,12 @@ class ImportResult:
     refused: list[dict[str, str]] = field(default_factory=list)  # records the processor refused, with the code
     forgotten: int = 0
     pending: int = 0  # sent but not judged before the wait ran out
+    episodes: dict[str, int] = field(default_factory=dict)  # KMMS: imported, unchanged, refused, pending
 
     def to_wire(self) -> dict[str, Any]:
         return {"importedCount": self.imported_count, "unchanged": self.unchanged, "conflicts": self.conflicts,
-                "refused": self.refused, "forgotten": self.forgotten, "pending": self.pending}  # fmt: skip
+                "refused": self.refused, "forgotten": self.forgotten, "pending": self.pending,
+                "episodes": self.episodes}  # fmt: skip
 
 
 def publish_all(publish_async: Callable[[Envelope, Callable[[Any, str | None], None]], None],
@@ -209,4 +244,31 @@ def collect_verdicts(conn: Conn, tenant: str, event_ids: Sequence[str], wait_s: 
             break
         time.sleep(0.1)
     out.pending = len(left)
+    return out
+
+
+def collect_episode_verdicts(conn: Conn, tenant: str, event_ids: Sequence[str], wait_s: float) -> dict[str, int]:
+    """KMMS's verdict on each told episode: stored, or refused (the same content already in that memory
+    counts as unchanged: a second import tells nothing new)."""
+    out = {"imported": 0, "unchanged": 0, "refused": 0, "pending": 0}
+    left = set(event_ids)
+    deadline = time.monotonic() + wait_s
+    while left:
+        ids = list(left)
+        stored = conn.execute("SELECT envelope_event_id FROM kmms.kmms_episodes WHERE tenant = %s "
+                              "AND envelope_event_id = ANY(%s)", (tenant, ids)).fetchall()  # fmt: skip
+        refused = conn.execute("SELECT event_id, reason_code FROM audit.events WHERE tenant = %s "
+                               "AND event_id = ANY(%s) AND outcome = 'REJECTED'", (tenant, ids)).fetchall()  # fmt: skip
+        for (eid,) in stored:
+            if eid in left:
+                left.discard(eid)
+                out["imported"] += 1
+        for eid, code in refused:
+            if eid in left:
+                left.discard(eid)
+                out["unchanged" if code in ("DUPLICATE_CONTENT", "DUPLICATE_EPISODE", "DUPLICATE") else "refused"] += 1
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    out["pending"] = len(left)
     return out

@@ -334,7 +334,7 @@ def router(ctx: Ctx) -> APIRouter:
         signer = tk.issuer_key(deps.token_secret, who.tenant, who.claw_id) if body.sign and who.claw_id else None
         try:
             enc = await run_in_threadpool(export_document, deps.app_db_url, who.tenant, m, flt, signer,
-                                          body.passphrase)  # fmt: skip
+                                          body.passphrase, None, body.include_episodes)  # fmt: skip
         except b.BundleError as exc:
             raise _refused(exc) from exc
         return enc.bundle if body.passphrase is None else dict(json.loads(enc.data))

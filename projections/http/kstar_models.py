@@ -101,6 +101,7 @@ class ExportIn(In):
     date_to: str | None = Field(default=None, alias="to")
     passphrase: str | None = Field(default=None, min_length=8, max_length=1024, description="encrypt the bundle")
     sign: bool = True
+    include_episodes: bool = Field(default=True, description="the claw's KMMS episodes (its own memory only)")
 
 
 class ImportIn(In):

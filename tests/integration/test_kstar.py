@@ -195,8 +195,12 @@ def _memory_rows(stack: Stack, tenant: str, memory: str) -> list[tuple[object, .
 
 def test_export_verify_import_elsewhere(stack: Stack, teacher: tuple[httpx.Client, str]) -> None:
     h, claw = teacher
-    # The module's earlier tests filled this memory (tests run in file order).
+    # The module's earlier tests filled this memory (tests run in file order); KMMS holds an episode of it.
+    told = h.post("/api/v1/memory/episodes?wait_ms=20000", json={"content": "Alice asked how rubric v2 scores "
+                                                                  "structure.", "userId": "alice"})  # fmt: skip
+    assert told.status_code in (200, 201), told.text
     bundle = ok(h.post("/kstar/v1/export", json={"includeTokens": True}))
+    assert [e["user_id"] for e in bundle["extensions"]["hivemem"]["kmms_episodes"]] == ["alice"]
     assert bundle["format"] == "kstar-bundle" and bundle["version"] == "1.0.0"
     assert bundle["statistics"]["trace_count"] == len(bundle["memory"]["traces"]) >= 1
     assert bundle["integrity"]["checksum"].startswith("sha256:") and bundle["integrity"]["signature"]
@@ -207,8 +211,10 @@ def test_export_verify_import_elsewhere(stack: Stack, teacher: tuple[httpx.Clien
     with http(stack, "kstar-b", other) as h2:
         first = ok(h2.post("/kstar/v1/import", json={"bundle": bundle}))
         assert first["importedCount"] > 0 and not first["refused"] and not first["pending"], first
+        assert first["episodes"]["imported"] == 1, first
         second = ok(h2.post("/kstar/v1/import", json={"bundle": bundle}))
         assert second["importedCount"] == 0 and not second["conflicts"] and second["unchanged"] > 0
+        assert second["episodes"] == {"imported": 0, "unchanged": 1, "refused": 0, "pending": 0}, second
         # Change one perception there, import again: merge keeps it and reports the conflict.
         ok(h2.post(f"/kstar/v1/perceptions?{WAIT}", json={"id": "p-1", "type": "observation",
                                                            "subject": "learner:alice", "content": "prefers text",
@@ -248,9 +254,17 @@ def test_tampered_wrongly_signed_or_wrongly_decrypted_bundles_are_refused(teache
 
 
 def test_memories_are_their_owners(stack: Stack, teacher: tuple[httpx.Client, str]) -> None:
-    _, claw = teacher
-    with http(stack, TENANT, "intruder") as h:
+    h_teacher, claw = teacher
+    learner = f"learner-{uuid.uuid4().hex[:6]}"
+    with http(stack, TENANT, learner) as h:  # the learner's side of the scenario, in the learner's own memory
+        submission = {"id": "sub-1", "timestamp": TS, "situation": {"domain": "education.submission",
+                      "actor": "urn:principal:org:ieee:role:learner:person:alice"},
+                      "task": {"goal": "submit essay-1"}, "action": {"type": "submit",
+                      "parameters": {"artifact_id": "essay-1"}}, "result": {"success": True}}  # fmt: skip
+        assert ok(h.post(f"/kstar/v1/traces?{WAIT}", json=submission))["status"] == "STORED"
         refused(h.get(f"/kstar/v1/traces/tr-1?memory={claw}"), "KSTAR_NOT_YOUR_MEMORY", 403)
+        refused(h.post(f"/kstar/v1/traces?memory={claw}&{WAIT}", json=submission), "KSTAR_NOT_YOUR_MEMORY", 403)
+    refused(h_teacher.get("/kstar/v1/traces/sub-1"), "NOT_FOUND", 404)  # not in the teacher's memory
     with http(stack, "kstar-b", claw) as h:  # same claw name, other tenant: nothing
         assert ok(h.post("/kstar/v1/traces/query", json={})) == []
 

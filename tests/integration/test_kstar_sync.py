@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
 from deploy.kafka_local import free_port
@@ -96,6 +97,8 @@ def test_two_deployments_sync_with_a_conflict_on_each_kind(stack: Stack, remote:
         ok(here.post(f"/kstar/v1/skills?{WAIT}", json={"id": "sk-1", "name": "grading",
                                                         "definition": {"procedure": "rubric"}}))  # fmt: skip
         fill(there, "remote")
+        ok(there.post(f"/kstar/v1/skills?{WAIT}", json={"id": "sk-1", "name": "grading",
+                                                         "definition": {"procedure": "checklist"}}))  # fmt: skip
         result = ok(here.post("/kstar/v1/sync", json={"remoteUrl": remote_api, "remoteToken": remote_token}))
         winners = {(c["kind"], c["recordId"]): c["winner"] for c in result["conflicts"]}
         assert winners == {
@@ -103,6 +106,7 @@ def test_two_deployments_sync_with_a_conflict_on_each_kind(stack: Stack, remote:
             ("fact", "f-1"): "remote_wins",
             ("perception", "p-1"): "local_wins",
             ("control_token", "tok-c"): "remote_wins",
+            ("skill", "sk-1"): "local_wins",
         }, result
         assert result["pulled"] == 3 and result["pushed"] == 4 and not result["failed"], result  # fmt: skip
 
@@ -117,10 +121,42 @@ def test_two_deployments_sync_with_a_conflict_on_each_kind(stack: Stack, remote:
             facts = ok(h.get("/kstar/v1/facts?schema=learner_profile"))
             assert [f["record"]["data"]["learning_style"] for f in facts] == ["auditory"]
             assert ok(h.get("/kstar/v1/perceptions?subject=learner:alice"))[0]["record"]["content"] == "local view"
-            assert ok(h.get("/kstar/v1/skills/grading"))["record"]["id"] == "sk-1"
+            assert ok(h.get("/kstar/v1/skills/grading"))["record"]["definition"]["procedure"] == "rubric"
             verdict = ok(h.post("/kstar/v1/tokens/verify", json={"tokenId": "tok-c", "scope": "course:remote"}))
             assert verdict["valid"], verdict
         again = ok(here.post("/kstar/v1/sync", json={"remoteUrl": remote_api, "remoteToken": remote_token}))
         assert again["pulled"] == 0 and again["pushed"] == 0 and again["conflicts"] == [], again
         refused = here.post("/kstar/v1/sync", json={"remoteUrl": "http://example.com", "remoteToken": "x"})
         assert refused.status_code == 422 and refused.json()["code"] == "SYNC_HTTPS_REQUIRED"
+
+
+def _rows(st: Stack, memory: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(st.settings.require_database()) as conn:
+        return conn.execute("SELECT kind, record_id, content_hash, doc FROM kstar.records WHERE tenant = %s AND "
+                            "memory = %s ORDER BY kind, record_id", (TENANT, memory)).fetchall()  # fmt: skip
+
+
+def test_a_memory_moves_to_a_fresh_deployment_whole(stack: Stack, remote: Stack) -> None:
+    """Export here (tokens included, encrypted), import there: the memory reads the same, record for record."""
+    claw = f"mover-{uuid.uuid4().hex[:6]}"
+    remote_api = f"http://127.0.0.1:{remote.settings.api_port}"
+    remote_token = mint_token(remote.settings.load_config().token_secret, TENANT, "mover", claw_id=claw)
+    with http(stack, TENANT, claw) as here:
+        fill(here, "local")
+        ok(here.post(f"/kstar/v1/token-types?{WAIT}", json={"name": "evaluation_authority", "definition": {
+            "description": "Can evaluate artifacts", "scope_pattern": "course:{course_id}",
+            "required_permissions": ["evaluate", "feedback"]}}))  # fmt: skip
+        root = {"tokenId": "tok-root", "tokenType": "delegation", "scope": "course:CS101",
+                "permissions": ["evaluate", "feedback", "delegate"]}  # fmt: skip
+        ok(here.post(f"/kstar/v1/tokens?{WAIT}", json=root))
+        child = {"tokenId": "tok-eval", "tokenType": "evaluation_authority", "scope": "course:CS101",
+                 "permissions": ["evaluate", "feedback"], "delegationChain": ["tok-root"]}  # fmt: skip
+        ok(here.post(f"/kstar/v1/tokens?{WAIT}", json=child))
+        ok(here.post(f"/kstar/v1/tokens/tok-root/revoke?{WAIT}", json={"reason": "moved"}))
+        sealed = ok(here.post("/kstar/v1/export", json={"includeTokens": True, "passphrase": "a moving passphrase"}))
+    with httpx.Client(base_url=remote_api, timeout=60, headers={"Authorization": f"Bearer {remote_token}"}) as there:
+        report = ok(there.post("/kstar/v1/import", json={"bundle": sealed, "passphrase": "a moving passphrase"}))
+        assert report["importedCount"] > 0 and not report["refused"] and not report["pending"], report
+        verdict = ok(there.post("/kstar/v1/tokens/verify", json={"tokenId": "tok-eval", "scope": "course:CS101"}))
+        assert verdict["code"] == "TOKEN_ANCESTOR_REVOKED"
+    assert _rows(stack, claw) == _rows(remote, claw)
