@@ -138,9 +138,7 @@ class PostgresState:
 
 
 def _hold(view: MemoryView, r: StateRow) -> None:
-    view.records[(r.kind, r.record_id)] = Held(r.doc, r.content_hash, r.name)
-    if r.kind == "skill" and r.name:
-        view.skill_ids[r.name] = r.record_id
+    view.hold(r.kind, r.record_id, Held(r.doc, r.content_hash, r.name))
 
 
 def _wanted_of(p: KstarPayload) -> tuple[set[tuple[str, str]], set[str]]:
@@ -216,7 +214,7 @@ class KstarProcessor:
                 self.state.put(pending)  # the forget must see what this batch stored before it
                 pending = []
                 self.state.forget(mem, outcome.forget_kinds)
-                _forget_view(views[mem], outcome.forget_kinds)
+                views[mem].drop(outcome.forget_kinds)
             elif outcome.change == "STORED" and outcome.doc is not None:
                 row = StateRow(env.tenant, p.memory, outcome.kind, outcome.record_id, outcome.name, outcome.doc,
                                outcome.content_hash)  # fmt: skip
@@ -232,7 +230,7 @@ class KstarProcessor:
         ev = KstarEvent(event_id=kstar_event_id(source), tenant=tenant, claw_id=claw_id, memory=p.memory,
                         at=rec.log_time(), source=source, trace_id=trace_id, envelope_event_id=envelope_event_id,
                         op_id=p.op_id, op=p.op, kind=o.kind, record_id=o.record_id, change=o.change,  # type: ignore[arg-type]
-                        document=json.dumps(o.doc, sort_keys=True, separators=(",", ":")) if o.doc is not None else "",
+                        document=o.canonical,
                         content_hash=o.content_hash, existing_hash=o.existing_hash, name=o.name,
                         record_time=o.record_time, origin=p.origin, origin_ref=p.origin_ref,
                         forget_kinds=list(o.forget_kinds))  # fmt: skip
@@ -241,13 +239,6 @@ class KstarProcessor:
 
     def refuse(self, failure: Failure) -> list[OutRecord]:
         return [stage_rejection(self.names, STAGE, failure.record, PROCESSING_ERROR, failure.detail)]
-
-
-def _forget_view(view: MemoryView, kinds: Sequence[str]) -> None:
-    for key in [k for k in view.records if k[0] in kinds]:
-        del view.records[key]
-    if "skill" in kinds:
-        view.skill_ids.clear()
 
 
 class KstarDriver:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -59,12 +59,39 @@ class MemoryView:
 
     records: dict[tuple[str, str], Held] = field(default_factory=dict)  # (kind, record_id)
     skill_ids: dict[str, str] = field(default_factory=dict)  # skill name -> id
+    # Registrations by kind, and what parsing them gave: read by every trace and token of a batch.
+    _registry: dict[str, dict[str, Held]] = field(default_factory=dict)
+    _parsed: dict[str, Any] = field(default_factory=dict)
 
     def get(self, kind: str, record_id: str) -> Held | None:
         return self.records.get((kind, record_id))
 
+    def hold(self, kind: str, record_id: str, held: Held) -> None:
+        self.records[(kind, record_id)] = held
+        if kind == "skill" and held.name:
+            self.skill_ids[held.name] = record_id
+        if kind in REGISTRY_KINDS:
+            self._registry.setdefault(kind, {})[record_id] = held
+            self._parsed.pop(kind, None)
+
+    def drop(self, kinds: Sequence[str]) -> None:
+        for key in [k for k in self.records if k[0] in kinds]:
+            del self.records[key]
+        if "skill" in kinds:
+            self.skill_ids.clear()
+        for kind in kinds:
+            self._registry.pop(kind, None)
+            self._parsed.pop(kind, None)
+
     def registered(self, kind: str) -> list[Held]:
-        return [h for (k, _), h in self.records.items() if k == kind]
+        return list(self._registry.get(kind, {}).values())
+
+    def parsed(self, kind: str, parse: Callable[[Held], Any]) -> list[Any]:
+        """The registrations of a kind, parsed once per change."""
+        if kind not in self._parsed:
+            self._parsed[kind] = [parse(h) for h in self.registered(kind)]
+        out: list[Any] = self._parsed[kind]
+        return out
 
 
 @dataclass(frozen=True)
@@ -91,6 +118,7 @@ class Outcome:
     name: str = ""
     record_time: str = ""
     forget_kinds: tuple[str, ...] = ()
+    canonical: str = ""  # doc as RFC 8785 JSON: what content_hash hashed, and what the event carries
 
 
 def iso(ms: int) -> str:
@@ -100,6 +128,12 @@ def iso(ms: int) -> str:
 def content_hash(doc: Mapping[str, Any]) -> str:
     # bundle.canonical_json is RFC 8785 byte for byte (tested against rfc8785.dumps) and ~10x faster.
     return "sha256:" + hashlib.sha256(canonical_json(doc)).hexdigest()
+
+
+def _stored(kind: str, rid: str, doc: dict[str, Any], name: str = "", text: bytes | None = None) -> Outcome:
+    text = canonical_json(doc) if text is None else text
+    return Outcome("STORED", kind, rid, doc, "sha256:" + hashlib.sha256(text).hexdigest(), name=name,
+                   record_time=record_time(kind, doc), canonical=text.decode())  # fmt: skip
 
 
 def owns(claw_id: str, memory: str) -> bool:
@@ -191,8 +225,7 @@ def _revoke(op: KstarPayload, doc: dict[str, Any], view: MemoryView, ctx: OpCont
     if token.revoked:
         return Outcome("UNCHANGED", "control_token", op.record_id, content_hash=held.content_hash)
     revoked = canonical_doc(tokens.revoke(token, reason, ctx.at_iso))
-    return Outcome("STORED", "control_token", op.record_id, revoked, content_hash(revoked),
-                   record_time=record_time("control_token", revoked))  # fmt: skip
+    return _stored("control_token", op.record_id, revoked)
 
 
 def _skill_outcome(op: KstarPayload, doc: dict[str, Any], view: MemoryView, ctx: OpContext) -> Outcome:
@@ -206,8 +239,7 @@ def _skill_outcome(op: KstarPayload, doc: dict[str, Any], view: MemoryView, ctx:
     if held is None:
         raise KstarRefusal("SKILL_NOT_FOUND", f"no skill named {op.record_id!r}")
     updated = canonical_doc(skills.apply_outcome(Skill.model_validate(held.doc), outcome, ctx.at_iso))
-    return Outcome("STORED", "skill", str(updated["id"]), updated, content_hash(updated), name=op.record_id,
-                   record_time=record_time("skill", updated))  # fmt: skip
+    return _stored("skill", str(updated["id"]), updated, name=op.record_id)
 
 
 def _store(op: KstarPayload, doc: dict[str, Any], view: MemoryView, ctx: OpContext) -> Outcome:
@@ -257,7 +289,8 @@ def _merge(op: KstarPayload, incoming: dict[str, Any], held: Held) -> dict[str, 
 
 
 def _put(op: KstarPayload, stored: dict[str, Any], view: MemoryView, name: str, conflict: str) -> Outcome:
-    h = content_hash(stored)
+    text = canonical_json(stored)
+    h = "sha256:" + hashlib.sha256(text).hexdigest()
     rid = op.record_id if op.kind in REGISTRY_KINDS else str(_id_from_doc(op.kind, stored))
     held = view.get(op.kind, rid)
     if held is not None and held.content_hash == h:
@@ -267,7 +300,7 @@ def _put(op: KstarPayload, stored: dict[str, Any], view: MemoryView, name: str, 
             return Outcome("CONFLICT", op.kind, rid, content_hash=h, existing_hash=held.content_hash, name=name)
         if conflict.startswith("REFUSE:"):
             raise KstarRefusal(conflict.split(":", 1)[1], f"{op.kind} {rid!r} exists with other content")
-    return Outcome("STORED", op.kind, rid, stored, h, name=name, record_time=record_time(op.kind, stored))
+    return _stored(op.kind, rid, stored, name, text)
 
 
 def _check_token(op: KstarPayload, token: ControlToken, view: MemoryView, ctx: OpContext) -> None:
@@ -277,8 +310,7 @@ def _check_token(op: KstarPayload, token: ControlToken, view: MemoryView, ctx: O
         if held is not None:
             parents[pid] = ControlToken.model_validate(held.doc)
     types = dict(domains.BUILTIN_TOKEN_TYPES)
-    for reg in view.registered("token_type"):
-        t = domains.parse_token_type(reg.doc)
+    for t in view.parsed("token_type", lambda h: domains.parse_token_type(h.doc)):
         types[t.name] = t
     at_ms = ctx.at_ms
     if op.origin != "LOCAL":
@@ -296,7 +328,8 @@ def _check_token(op: KstarPayload, token: ControlToken, view: MemoryView, ctx: O
 
 
 def _categories(view: MemoryView) -> list[domains.TraceCategory]:
-    return [domains.parse_category(h.doc) for h in view.registered("trace_category")]
+    out: list[domains.TraceCategory] = view.parsed("trace_category", lambda h: domains.parse_category(h.doc))
+    return out
 
 
 def _schema(view: MemoryView, name: str) -> domains.DomainSchema | None:

@@ -46,9 +46,7 @@ def op(kind: str, rid: str, doc: dict[str, Any], verb: str = "STORE", conflict: 
 
 def held(view: MemoryView, kind: str, doc: dict[str, Any], name: str = "") -> None:
     rid = str(doc.get("token_id") or doc["id"])
-    view.records[(kind, rid)] = Held(doc, content_hash(doc), name)
-    if kind == "skill":
-        view.skill_ids[name] = rid
+    view.hold(kind, rid, Held(doc, content_hash(doc), name))
 
 
 def test_store_then_same_then_other_content() -> None:
