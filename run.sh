@@ -24,6 +24,28 @@ install() {
   fi
   # Kafka broker jars, pinned by deploy/kafka/pom.xml (cached in ~/.m2 and deploy/kafka/target).
   .venv/bin/python -c "from deploy.kafka_local import ensure_jars; ensure_jars()"
+  if [ "${1:-}" = with-browser ]; then ensure_chromium; fi
+}
+
+# The dashboard's browser test (tests/integration/test_dashboard_browser.py) drives the system's
+# Chromium through Playwright; Playwright's own browser download is never used. Installed once, with
+# apt-get, only when missing and only as root or with password-less sudo; otherwise the test skips.
+ensure_chromium() {
+  if command -v chromium >/dev/null 2>&1 || [ -n "${HIVEMEM_CHROMIUM:-}" ]; then return; fi
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; else
+      echo "note: no chromium and no root: the dashboard browser test will be skipped (apt-get install chromium)" >&2
+      return
+    fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "note: no chromium and no apt-get: install Chromium and set HIVEMEM_CHROMIUM=/path/to/chromium" >&2
+    return
+  fi
+  echo "installing Debian's chromium package for the dashboard browser test (apt-get update && apt-get install -y chromium)"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null \
+    || echo "note: installing chromium failed: the dashboard browser test will be skipped" >&2
 }
 
 cmd="${1:-}"; shift || true
@@ -33,14 +55,17 @@ case "$cmd" in
     exec .venv/bin/hivemem up "$@"
     ;;
   test)
-    install
+    install with-browser
     # The README promises a clean tree: lint, format and types are part of the test run.
     echo "ruff check, ruff format --check, mypy"
     .venv/bin/ruff check .
     .venv/bin/ruff format --check .
     .venv/bin/mypy contracts governance inference producers streams processors projections hivemem deploy bench tests
     set +e
-    .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+    # A temp root of this run's own: pytest keeps only its last three base dirs under the shared
+    # /tmp/pytest-of-<user>, so another pytest started meanwhile would delete this run's live
+    # Postgres and Kafka data from under it.
+    PYTEST_DEBUG_TEMPROOT="$(mktemp -d)" .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
     rc=$?
     set -e
     # pytest exits 5 when it collected no tests: that is a failure, not a pass.

@@ -249,6 +249,22 @@ class KstarPayload(WireModel):
     origin_ref: Label = ""
 
 
+class ClamTruth(WireModel):
+    subject: Id
+    predicate: Id
+    object: Label
+
+
+class ClamPayload(WireModel):
+    """One operation on the writing claw's CLAM memory (seed 002)."""
+
+    op_id: Id
+    op: Literal["PERCEIVE", "TICK", "SEED"]
+    prompt: OptText = ""
+    response: OptText = ""
+    truths: list[ClamTruth] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+
 class TracePayload(WireModel):
     trace_record_id: Id
     about: Id
@@ -262,7 +278,7 @@ class TracePayload(WireModel):
 Payload = (
     ProposalPayload | VotePayload | DecisionPayload | FactPayload | PresencePayload
     | CapabilitiesPayload | ObservationPayload | ValidationPayload | EpisodePayload | TracePayload
-    | IdentityPayload | ErasurePayload | KmpIngestPayload | KstarPayload
+    | IdentityPayload | ErasurePayload | KmpIngestPayload | KstarPayload | ClamPayload
 )  # fmt: skip
 
 PAYLOAD_MODELS: dict[str, type[WireModel]] = {
@@ -280,6 +296,7 @@ PAYLOAD_MODELS: dict[str, type[WireModel]] = {
     "erasure": ErasurePayload,
     "kmp_ingest": KmpIngestPayload,
     "kstar": KstarPayload,
+    "clam": ClamPayload,
 }
 
 
@@ -298,6 +315,8 @@ def aggregate_id(envelope_type: str, payload: WireModel, claw_id: str) -> str:
         return f"about:{payload.about}"
     if isinstance(payload, KstarPayload):
         return f"kstar:{payload.memory}"
+    if isinstance(payload, ClamPayload):
+        return f"clam:{claw_id}"
     return f"claw:{claw_id}"  # presence, capabilities, identity
 
 

@@ -20,13 +20,14 @@ EnvelopeType = Literal[
     "erasure",
     "kmp_ingest",
     "kstar",
+    "clam",
 ]
 ENVELOPE_TYPES: tuple[str, ...] = get_args(EnvelopeType)
 
 # Claws publish these; processors publish decision and fact (and rejected).
 CLAW_PUBLISHED: frozenset[str] = frozenset(
     {"proposal", "vote", "presence", "capabilities", "observation", "validation", "episode", "trace", "identity"}
-    | {"erasure", "kmp_ingest", "kstar"}
+    | {"erasure", "kmp_ingest", "kstar", "clam"}
 )
 # Seed 004, control 5: blocked when governance is disabled for the tenant.
 GOVERNED_TYPES: frozenset[str] = frozenset({"proposal", "vote", "decision", "fact"})
@@ -103,6 +104,11 @@ class TopicNames:
     def kstar_events(self) -> str:
         return f"{self.prefix}kstar.events"
 
+    # CLAM's internal topic (contracts/clam_records.py): the clam processor's decisions.
+    @property
+    def clam_events(self) -> str:
+        return f"{self.prefix}clam.events"
+
     def gate_inputs(self) -> list[str]:
         return [self.inbound(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
 
@@ -110,7 +116,7 @@ class TopicNames:
         names = [self.inbound(t) for t in ENVELOPE_TYPES]
         names += [self.accepted(t) for t in ENVELOPE_TYPES if t in CLAW_PUBLISHED]
         names.append(self.rejected)
-        return names + self.caml_topics() + self.kmms_topics() + [self.kmp_events, self.kstar_events]
+        return names + self.caml_topics() + self.kmms_topics() + [self.kmp_events, self.kstar_events, self.clam_events]
 
     def type_of(self, topic: str) -> str | None:
         """The envelope type a topic carries (inbound or accepted), or None."""

@@ -36,6 +36,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             stack.start_services(api_port=args.port)
         console.print(f"HiveMem is up: API {stack.api_url} (docs at {stack.api_url}/docs); "
                       f"logs in {stack.settings.home / 'logs'}")  # fmt: skip
+        console.print(f"Dashboard: {stack.api_url}/dashboard (log in with `hivemem token --tenant acme`)")
         ok = True
         if not args.no_demo:
             ok = run_demo(stack.settings, stack.api_url, console)
@@ -134,9 +135,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from bench.kstar import main as kstar_bench
 
         return kstar_bench(rest)
+    if which == "dashboard":
+        from bench.dashboard import main as dashboard_bench
+
+        return dashboard_bench(rest)
     if which != "pipeline":
         console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline, governance, caml, memory, kmp, "
-                      "replay or kstar")  # fmt: skip
+                      "replay, kstar or dashboard")  # fmt: skip
         return 2
     from bench.pipeline import main as pipeline_bench
 
@@ -183,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("export", "import", "verify-bundle"):
         sub.choices[name].set_defaults(func=cmd_kstar)
     bench = sub.add_parser(
-        "bench", help="benchmarks: hivemem bench pipeline|governance|caml|memory|kmp|replay|kstar [options]"
+        "bench", help="benchmarks: hivemem bench pipeline|governance|caml|memory|kmp|replay|kstar|dashboard [options]"
     )
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     bench.set_defaults(func=cmd_bench)

@@ -21,6 +21,7 @@ from hivemem.settings import Settings
 from projections.read_models import Projection
 from projections.read_models.audit import AuditProjection
 from projections.read_models.caml import CamlProjection
+from projections.read_models.clam import ClamProjection
 from projections.read_models.claws import ClawsProjection
 from projections.read_models.governance import GovernanceProjection
 from projections.read_models.kmms import KmmsProjection
@@ -41,6 +42,7 @@ PROCESSORS = [
     "kmms-consolidator",
     "kmp-processor",
     "kstar-processor",
+    "clam-processor",
     "claws",
     "audit",
     "governance",
@@ -48,6 +50,7 @@ PROCESSORS = [
     "kmms",
     "kmp",
     "kstar",
+    "clam",
 ]
 log = logging.getLogger("hivemem.services")
 
@@ -63,6 +66,7 @@ def projections(settings: Settings) -> dict[str, Projection]:
         "kmms": KmmsProjection(),
         "kmp": KmpProjection(),
         "kstar": KstarProjection(),
+        "clam": ClamProjection(),
     }
 
 
@@ -114,6 +118,13 @@ def kstar_processor(settings: Settings) -> Processor:
     from processors.kstar_core import KstarProcessor
 
     return KstarProcessor(settings.topics, settings.load_config().token_secret)
+
+
+def clam_processor(settings: Settings) -> Processor:
+    from governance.clam.config import ClamConfig
+    from processors.clam_core import ClamProcessor
+
+    return ClamProcessor(settings.topics, ClamConfig.from_mapping(settings.clam_config()))
 
 
 def caml_processors(settings: Settings) -> list[Processor]:
@@ -247,7 +258,10 @@ def main(argv: list[str]) -> None:
 
         run_processors(settings, [KmpProcessor(settings.topics)])
     elif which == "kstar":
-        run_processors(settings, [kstar_processor(settings)])
+        # KSTAR and CLAM share a process: both are light, and each service costs a Python interpreter.
+        from hivemem.clam_wiring import gc_ticks
+
+        run_processors(settings, [kstar_processor(settings), clam_processor(settings)], [gc_ticks])
     elif which == "projectors":
         run_processors(settings, projection_processors(settings, argv[1:] or None))
     elif which == "api":

@@ -108,6 +108,16 @@ class Settings:
             write_default_config(self.config_path)
         return parse_config(tomllib.loads(self.config_path.read_text()))
 
+    def clam_config(self) -> dict[str, object]:
+        """The ``[clam]`` table of the tenants file (CLAM's thresholds, decay time, GC interval, critic on
+        or off, renderer language; docs/clam.md), or nothing: the defaults."""
+        if not self.config_path.exists():
+            return {}
+        section = tomllib.loads(self.config_path.read_text()).get("clam", {})
+        if not isinstance(section, dict):
+            raise ValueError("tenants file: [clam] must be a table")
+        return section
+
 
 def _kafka_brokers(raw: str) -> int:
     n = int(raw)

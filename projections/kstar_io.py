@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from contracts.models import Envelope, EpisodePayload, KstarPayload
+from contracts.models import ClamPayload, Envelope, EpisodePayload, KstarPayload
 from governance.identity import TenantPolicy, derive_deployment_key
 from governance.kstar import bundle as b
 from governance.kstar.apply import content_hash
@@ -42,10 +42,11 @@ class Writer:
     claw_id: str
     policy: TenantPolicy
 
-    def envelope(self, payload: KstarPayload | EpisodePayload, idempotency_key: str | None = None) -> Envelope:
+    def envelope(self, payload: KstarPayload | EpisodePayload | ClamPayload,
+                 idempotency_key: str | None = None) -> Envelope:  # fmt: skip
         secret_id, secret = next(iter(self.policy.operator_secrets.items()))
         signer = HmacSigner("hmac:" + secret_id, derive_deployment_key(secret, self.tenant, self.claw_id))
-        kind = "kstar" if isinstance(payload, KstarPayload) else "episode"
+        kind = {KstarPayload: "kstar", EpisodePayload: "episode", ClamPayload: "clam"}[type(payload)]
         return build_envelope(kind, payload, tenant=self.tenant, claw_id=self.claw_id,
                               instance_id=f"{self.claw_id}-kstar", signer=signer,
                               idempotency_key=idempotency_key)  # fmt: skip

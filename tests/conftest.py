@@ -23,6 +23,9 @@ CAML_TENANTS = ("caml-a", "caml-b", "caml-c", "caml-free", "caml-kill")
 MEMORY_TENANTS = ("mem-a", "mem-b", "mem-reject", "mem-kill")
 KMP_TENANTS = ("kmp-a", "kmp-b", "kmp-kill", "kmp-leak")
 KSTAR_TENANTS = ("kstar-a", "kstar-b", "kstar-kill", "kstar-mcp")
+CLAM_TENANTS = ("clam-a", "clam-b", "clam-kill")
+# CLAM's clock is the log's: a short decay time lets a test see forgetting without waiting an hour.
+CLAM_CONFIG = "\n[clam]\ndecay_time_ms = 3000\n"
 
 
 @pytest.fixture(scope="session")
@@ -38,9 +41,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                                                 **dict.fromkeys(CAML_TENANTS, True),
                                                 **dict.fromkeys(MEMORY_TENANTS, True),
                                                 **dict.fromkeys(KMP_TENANTS, True),
-                                                **dict.fromkeys(KSTAR_TENANTS, True), "nogov": False},
+                                                **dict.fromkeys(KSTAR_TENANTS, True),
+                                                **dict.fromkeys(CLAM_TENANTS, True), "nogov": False},
                          tiers={"caml-free": "free", "caml-kill": "enterprise"},
                          memory_pii={"mem-reject": "reject"})  # fmt: skip
+    with settings.config_path.open("a") as f:
+        f.write(CLAM_CONFIG)
     st = Stack(settings)
     try:
         st.start_backends(say=lambda *_: None)

@@ -12,7 +12,8 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from starlette.routing import Route
 
-from projections.http import caml, claws, envelopes, governance, health, kmp, kstar, memory
+from projections.dashboard.routes import Dashboard
+from projections.http import caml, clam, claws, envelopes, governance, health, kmp, kstar, memory
 from projections.http.context import ApiDeps, Ctx
 from projections.http.errors import install_error_handlers
 from projections.http.limits import MAX_BODY_BYTES, BodyLimit
@@ -34,6 +35,7 @@ def create_app(deps: ApiDeps) -> FastAPI:
         await ctx.pool.open(wait=True, timeout=30)
         async with mcp.running(), kstar_mcp.running():
             yield
+        await dashboard.hub.close()
         await ctx.pool.close()
 
     app = FastAPI(title="HiveMem", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
@@ -55,8 +57,10 @@ def create_app(deps: ApiDeps) -> FastAPI:
 
     # Outermost (added last): an oversized body is refused before anything reads it.
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
-    for area in (health, envelopes, claws, governance, caml, memory, kmp, kstar):
+    for area in (health, envelopes, claws, governance, caml, memory, kmp, kstar, clam):
         app.include_router(area.router(ctx))
+    dashboard = Dashboard(ctx)  # the live dashboard (docs/dashboard.md): pushed over a WebSocket, not polled
+    app.include_router(dashboard.router)
     _exact_bounds(app)
     return app
 

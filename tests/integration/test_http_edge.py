@@ -238,7 +238,17 @@ expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "41
 """
 
 
-def test_openapi_matches_the_server_schemathesis_all_checks(stack: Stack, tmp_path: Path) -> None:
+# Two runs, each within its own time limit: the API has grown past what one run does in 10 minutes.
+# /kstar/v1/sync is left out: it calls another deployment (the URL it is given), which a fuzzer's
+# URLs make a test of the network; tests/integration/test_kstar_sync.py covers it between two stacks.
+SCHEMATHESIS_GROUPS = {
+    "core": ["--exclude-path-regex", "^/(kstar|clam)/"],
+    "kstar-clam": ["--include-path-regex", "^/(kstar|clam)/", "--exclude-path", "/kstar/v1/sync"],
+}
+
+
+@pytest.mark.parametrize("group", sorted(SCHEMATHESIS_GROUPS))
+def test_openapi_matches_the_server_schemathesis_all_checks(stack: Stack, tmp_path: Path, group: str) -> None:
     token = mint_token(stack.settings.load_config().token_secret, "globex", "schemathesis", "claw-schemathesis")
     config = tmp_path / "schemathesis.toml"
     config.write_text(SCHEMATHESIS_CONFIG)
@@ -248,6 +258,6 @@ def test_openapi_matches_the_server_schemathesis_all_checks(stack: Stack, tmp_pa
     cmd = [str(cli), "--config-file", str(config), "--no-color", "run", f"{stack.api_url}/openapi.json",
            "--checks", "all", "--header", f"Authorization: Bearer {token}", "--max-examples", "200", "--seed", "4",
            "--generation-database", "none", "--request-timeout", "30", "--workers", "1",
-           "--report", "junit", "--report-dir", str(tmp_path)]  # fmt: skip
+           "--report", "junit", "--report-dir", str(tmp_path), *SCHEMATHESIS_GROUPS[group]]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-20_000:] + done.stderr[-5_000:]
