@@ -61,41 +61,44 @@ async def claws(conn: Conn, tenant: str) -> list[dict[str, Any]]:
 
 async def proposals(conn: Conn, tenant: str) -> list[dict[str, Any]]:
     """The latest proposals with their votes, decision (or refusal) and resulting fact version."""
-    props = await _rows(conn, "SELECT proposal_id, fact_key, statement, proposer, deadline, base_version, log_time "
-                              "FROM governance.proposals ORDER BY log_time DESC LIMIT %s",
+    props = await _rows(conn, "SELECT proposal_id, fact_key, statement, proposer, deadline, base_version, log_time, "
+                              "event_id FROM governance.proposals ORDER BY log_time DESC LIMIT %s",
                         (MAX_PROPOSALS,))  # fmt: skip
     ids = [p[0] for p in props]
-    votes = await _rows(conn, "SELECT proposal_id, claw_id, vote, log_time FROM governance.votes "
-                              "WHERE proposal_id = ANY(%s) ORDER BY log_time", (ids,))  # fmt: skip
+    # As GET /api/v1/proposals/{id} reads them: governance refusals name the refused envelope's event id
+    # (votes it accepted at the gate, then refused: DUPLICATE_VOTE, PROPOSAL_CLOSED, ...); gate refusals
+    # carry the proposal id and have no vote row.
+    votes = await _rows(conn, "SELECT v.proposal_id, v.claw_id, v.vote, v.log_time, r.reason_code "
+                              "FROM governance.votes v LEFT JOIN governance.refusals r "
+                              "ON r.envelope_event_id = v.event_id AND r.stage = 'governance' "
+                              "WHERE v.proposal_id = ANY(%s) ORDER BY v.log_time, v.source", (ids,))  # fmt: skip
+    by_gate = await _rows(conn, "SELECT proposal_id, claw_id, reason_code FROM governance.refusals "
+                                "WHERE proposal_id = ANY(%s) AND type = 'vote' AND stage <> 'governance' "
+                                "ORDER BY log_time", (ids,))  # fmt: skip
+    refused = await _rows(conn, "SELECT p.proposal_id, r.reason_code FROM governance.proposals p "
+                                "JOIN governance.refusals r ON r.envelope_event_id = p.event_id "
+                                "AND r.type = 'proposal' AND r.stage = 'governance' "
+                                "WHERE p.proposal_id = ANY(%s)", (ids,))  # fmt: skip
     decisions = await _rows(conn, "SELECT proposal_id, outcome, yes_votes, no_votes, quorum_basis, threshold, "
                                   "decided_at FROM governance.decisions WHERE proposal_id = ANY(%s)",
                             (ids,))  # fmt: skip
-    refusals = await _rows(conn, "SELECT proposal_id, type, claw_id, reason_code FROM governance.refusals "
-                                 "WHERE proposal_id = ANY(%s) ORDER BY log_time", (ids,))  # fmt: skip
     facts = await _rows(conn, "SELECT proposal_id, version FROM governance.facts WHERE proposal_id = ANY(%s)", (ids,))
     by_id: dict[str, dict[str, Any]] = {}
-    for pid, key, statement, proposer, deadline, base, at in props:
+    for pid, key, statement, proposer, deadline, base, at, _ in props:
         by_id[pid] = {"proposalId": pid, "factKey": key, "statement": statement, "proposer": proposer,
                       "deadline": deadline, "baseVersion": base, "at": at, "status": "OPEN", "votes": [],
                       "refusedVotes": [], "decision": None, "refusal": None, "factVersion": None}  # fmt: skip
-    for pid, claw, vote, at in votes:
-        by_id[pid]["votes"].append({"clawId": claw, "vote": vote, "at": at, "refusal": None})
+    for pid, claw, vote, at, code in votes:
+        by_id[pid]["votes"].append({"clawId": claw, "vote": vote, "at": at, "refusal": code})
+    for pid, claw, code in by_gate:
+        by_id[pid]["refusedVotes"].append({"clawId": claw or "?", "reasonCode": code})
+    for pid, code in refused:
+        by_id[pid]["status"] = "REFUSED"
+        by_id[pid]["refusal"] = code
     for pid, outcome, yes, no, basis, threshold, decided_at in decisions:
         by_id[pid]["status"] = outcome
         by_id[pid]["decision"] = {"outcome": outcome, "yes": yes, "no": no, "quorumBasis": basis,
                                   "threshold": threshold, "decidedAt": decided_at}  # fmt: skip
-    for pid, typ, claw, code in refusals:
-        if typ == "proposal":
-            by_id[pid]["status"] = "REFUSED"
-            by_id[pid]["refusal"] = code
-        else:
-            # Governance refuses votes the gate accepted (DUPLICATE_VOTE, PROPOSAL_CLOSED, ...): mark that
-            # vote; a vote the gate refused has no vote row and is listed on its own.
-            counted = [v for v in by_id[pid]["votes"] if v["clawId"] == claw and v["refusal"] is None]
-            if counted:
-                counted[-1]["refusal"] = code
-            else:
-                by_id[pid]["refusedVotes"].append({"clawId": claw, "reasonCode": code})
     for pid, version in facts:
         by_id[pid]["factVersion"] = version
     return [by_id[p] for p in ids]

@@ -9,7 +9,7 @@ mind (the token's claw). No `from __future__ import annotations` here: FastAPI m
 import asyncio
 import time
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,7 +62,9 @@ def router(ctx: Ctx) -> APIRouter:
     r = APIRouter(tags=["learning loop (CLAM)"])
     Who = Annotated[Principal, Depends(ctx.principal)]
     Wait = Annotated[int, Query(ge=0, le=30_000, description="how long to wait for the outcome (ms); else 202")]
-    errors = error_responses(401, 403, 413, 422, 503)
+    errors = error_responses(400, 401, 403, 413, 422, 503)
+    write_errors: dict[int | str, dict[str, Any]] = {202: {"description": "published; not folded within wait_ms"},
+                                                       **errors}  # fmt: skip
 
     def claw(who: Principal) -> str:
         if who.claw_id is None:
@@ -84,7 +86,7 @@ def router(ctx: Ctx) -> APIRouter:
             return OpOut(status="PENDING", event_id=env.event_id, consistency_token=str(pos))
         return OpOut(status="DONE", event_id=env.event_id, consistency_token=str(pos), events=done)
 
-    @r.post(f"{P}/perceive", response_model=OpOut, response_model_by_alias=True, responses=errors)
+    @r.post(f"{P}/perceive", response_model=OpOut, response_model_by_alias=True, responses=write_errors)
     async def perceive(who: Who, body: PerceiveIn, response: Response, wait_ms: Wait = 5_000) -> OpOut:
         """Learn from one exchange: the critic judges the short-term nodes it addresses, the perceiver's
         deductions go to the buffer (facts straight to the graph and semantic memory), then the garbage
@@ -92,12 +94,12 @@ def router(ctx: Ctx) -> APIRouter:
         return await write(who, {"opId": f"op-{uuid.uuid4().hex[:16]}", "op": "PERCEIVE", "prompt": body.prompt,
                                  "response": body.response}, wait_ms, response)  # fmt: skip
 
-    @r.post(f"{P}/gc", response_model=OpOut, response_model_by_alias=True, responses=errors)
+    @r.post(f"{P}/gc", response_model=OpOut, response_model_by_alias=True, responses=write_errors)
     async def collect(who: Who, response: Response, wait_ms: Wait = 5_000) -> OpOut:
         """Run the garbage collector now (its clock is this operation's log time)."""
         return await write(who, {"opId": f"op-{uuid.uuid4().hex[:16]}", "op": "TICK"}, wait_ms, response)
 
-    @r.post(f"{P}/seed", response_model=OpOut, response_model_by_alias=True, responses=errors)
+    @r.post(f"{P}/seed", response_model=OpOut, response_model_by_alias=True, responses=write_errors)
     async def seed(who: Who, body: SeedIn, response: Response, wait_ms: Wait = 5_000) -> OpOut:
         """Seed truths: applied only when the knowledge graph is empty."""
         truths = [t.model_dump() for t in body.truths]

@@ -107,9 +107,12 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(422, "INVALID_REQUEST", describe_validation(list(exc.errors())))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _HTTP_CODES.get(exc.status_code, f"HTTP_{exc.status_code}")
-        return error_response(exc.status_code, code, str(exc.detail), exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": allowed_methods(app, request.url.path)}
+        return error_response(exc.status_code, code, str(exc.detail), headers)
 
     @app.exception_handler(psycopg.OperationalError)
     @app.exception_handler(PoolTimeout)
@@ -127,3 +130,18 @@ def install_error_handlers(app: FastAPI) -> None:
         # A bug: logged with its traceback, answered in the one error shape without internals.
         log.error("unhandled error", exc_info=exc)
         return error_response(500, "INTERNAL_ERROR", "unexpected server error (logged)")
+
+
+def allowed_methods(app: FastAPI, path: str) -> str:
+    """``Allow`` for a 405: every method the path has. Starlette names only the first route whose path
+    matches, which misses GET /facts beside POST /facts. A literal path (``/traces/query``) outranks a
+    parameter route that also matches it (``/traces/{trace_id}``), as it does when dispatching."""
+    literal: set[str] = set()
+    templated: set[str] = set()
+    for route in app.router.routes:
+        regex = getattr(route, "path_regex", None)
+        methods = getattr(route, "methods", None)
+        if regex is None or not methods or not regex.match(path):
+            continue
+        (templated if "{" in getattr(route, "path", "") else literal).update(methods)
+    return ", ".join(sorted(literal or templated))

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 from fastapi import APIRouter, Depends, Query, Response
 from fastapi.concurrency import run_in_threadpool
+from pydantic import ValidationError
 
 from contracts.models import KstarPayload
 from governance.kstar import bundle as b
@@ -28,7 +29,7 @@ from governance.kstar.records import ControlToken, KstarRefusal, parse_record
 from projections import kstar_queries as q
 from projections.auth import Principal
 from projections.http.context import Ctx
-from projections.http.errors import ApiError, error_responses
+from projections.http.errors import ApiError, describe_validation, error_responses
 from projections.http.kstar_models import (
     ApplyIn,
     ExportIn,
@@ -60,12 +61,13 @@ _ROOTS = {"trace": frozenset({"id", "timestamp", "situation", "task", "action", 
           "control_token": frozenset({"token_id", "type", "scope", "permissions", "granted_by", "granted_at",
                                       "delegation_chain", "expires_at", "revoked", "revoked_at",
                                       "revocation_reason"})}  # fmt: skip
-WRITE_ERRORS = error_responses(400, 401, 403, 404, 409, 413, 422, 503,
+WRITE_ERRORS: dict[int | str, dict[str, Any]] = {202: {"description": "published; not judged within wait_ms (PENDING)"}}
+WRITE_ERRORS |= error_responses(400, 401, 403, 404, 409, 413, 422, 503,
                                _422="KSTAR_INVALID_RECORD, KSTAR_SCHEMA_VIOLATION, KSTAR_UNKNOWN_SCHEMA, "
                                "KSTAR_CATEGORY_FIELD_MISSING, TOKEN_*, DELEGATION_*, INVALID_FIELD",
                                _409="KSTAR_TRACE_IMMUTABLE, TOKEN_EXISTS, KSTAR_SKILL_NAME_TAKEN, DUPLICATE",
                                _404="TOKEN_NOT_FOUND, SKILL_NOT_FOUND")  # fmt: skip
-READ_ERRORS = error_responses(401, 403, 404, 422, 503)
+READ_ERRORS = error_responses(400, 401, 403, 404, 413, 422, 503)
 
 
 def _refused(exc: KstarRefusal | b.BundleError) -> ApiError:
@@ -96,9 +98,12 @@ def router(ctx: Ctx) -> APIRouter:
     async def write(who: Principal, memory: str, op: str, kind: str, record_id: str, doc: dict[str, Any],
                     wait_ms: int, response: Response, shown: dict[str, Any] | None = None,
                     idempotency_key: str | None = None) -> WriteOut:  # fmt: skip
-        payload = KstarPayload(op_id=f"op-{uuid.uuid4().hex[:16]}", memory=memory, op=op, kind=kind,  # type: ignore[arg-type]
-                               record_id=record_id, document=document(doc))  # fmt: skip
-        env = writer(who).envelope(payload, idempotency_key)
+        try:
+            payload = KstarPayload(op_id=f"op-{uuid.uuid4().hex[:16]}", memory=memory, op=op, kind=kind,  # type: ignore[arg-type]
+                                   record_id=record_id, document=document(doc))  # fmt: skip
+            env = writer(who).envelope(payload, idempotency_key)
+        except ValidationError as exc:  # a NUL or a lone surrogate in an id or a document, a field over its bound
+            raise ApiError(422, "INVALID_FIELD", describe_validation(exc.errors())) from exc
         pos = await ctx.publish(env)
         out = WriteOut(status="PENDING", kind=kind, record_id=record_id, memory=memory, event_id=env.event_id,
                        consistency_token=str(pos), record=shown)  # fmt: skip
@@ -329,14 +334,17 @@ def router(ctx: Ctx) -> APIRouter:
         types: frozenset[str] = frozenset(body.types) if body.types else frozenset(b.KINDS) - {"control_tokens"}
         if body.include_tokens:
             types |= {"control_tokens"}
-        flt = b.ExportFilter(types=types, include_tokens=body.include_tokens, date_from=body.date_from,
-                             date_to=body.date_to)  # fmt: skip
         signer = tk.issuer_key(deps.token_secret, who.tenant, who.claw_id) if body.sign and who.claw_id else None
         try:
+            flt = b.ExportFilter(types=types, include_tokens=body.include_tokens, date_from=body.date_from,
+                                 date_to=body.date_to)  # fmt: skip
+            flt.admits("traces", {"timestamp": "2000-01-01T00:00:00.000Z"})  # a bad from/to fails here, not later
             enc = await run_in_threadpool(export_document, deps.app_db_url, who.tenant, m, flt, signer,
                                           body.passphrase, None, body.include_episodes)  # fmt: skip
         except b.BundleError as exc:
             raise _refused(exc) from exc
+        except ValueError as exc:  # an unreadable from / to
+            raise ApiError(422, "INVALID_FIELD", f"from / to: {exc}"[:300]) from exc
         return enc.bundle if body.passphrase is None else dict(json.loads(enc.data))
 
     @r.post(f"{P}/verify-bundle", response_model=dict[str, Any], responses=READ_ERRORS)
