@@ -14,7 +14,7 @@ from psycopg import sql
 from projections.caml_metrics_migration import caml_metrics_migration
 from projections.caml_migrations import caml_migration
 from projections.clam_migrations import clam_migration
-from projections.dashboard.migration import dashboard_migration
+from projections.dashboard.migration import clam_dashboard_migration, dashboard_migration
 from projections.http_migrations import HTTP_MIGRATION_10
 from projections.kmms_migrations import kmms_erasure_migration, kmms_migration
 from projections.kmp_migrations import kmp_migration
@@ -136,6 +136,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (16, "kstar", kstar_migration),
     (17, "clam", clam_migration),
     (18, "dashboard change notifications", dashboard_migration),
+    (19, "dashboard: clam tables", clam_dashboard_migration),
 ]  # fmt: skip
 
 

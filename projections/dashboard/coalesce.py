@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-# Changed table -> the areas whose snapshot it changes. The CLAM read model adds its tables here
-# with area "clam" (and a snapshot in snapshots.SNAPSHOTS); the page hands that area to renderClamGraph.
+# Changed table -> the areas whose snapshot it changes; the page hands area "clam" to renderClamGraph.
 TABLE_AREAS: dict[str, tuple[str, ...]] = {
     "audit.events": ("flow",),
     "claws.claws": ("claws", "graph"),
@@ -23,6 +22,9 @@ TABLE_AREAS: dict[str, tuple[str, ...]] = {
     "caml.caml_observations": ("observations",),
     "kmms.kmms_nodes": ("kmms", "graph"),
     "kmms.kmms_episodes": ("kmms",),
+    "clam.stm": ("clam",),
+    "clam.ltm": ("clam",),
+    "clam.triples": ("clam",),
 }
 
 Key = tuple[str, str]  # (tenant, area)

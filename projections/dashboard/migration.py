@@ -26,7 +26,11 @@ WATCHED = (
     "caml.caml_observations",
     "kmms.kmms_nodes",
     "kmms.kmms_episodes",
+    "clam.stm",
+    "clam.ltm",
+    "clam.triples",
 )
+CLAM_WATCHED = ("clam.stm", "clam.ltm", "clam.triples")
 
 # Payloads over 8,000 bytes are refused by Postgres: past this size the tenant list is dropped
 # (null) and the hub refreshes every connected tenant of the area instead.
@@ -67,3 +71,8 @@ def _triggers(table: str) -> list[str]:
 def dashboard_migration() -> list[str]:
     """The trigger function and three statement triggers per watched table (idempotent)."""
     return [_FUNCTION, *[s for table in WATCHED for s in _triggers(table)]]
+
+
+def clam_dashboard_migration() -> list[str]:
+    """The CLAM tables' triggers, for a database where migration 18 ran before they were watched."""
+    return [_FUNCTION, *[s for table in CLAM_WATCHED for s in _triggers(table)]]

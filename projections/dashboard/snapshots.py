@@ -25,6 +25,7 @@ MAX_OBSERVATIONS = 30
 MAX_REP_EVENTS = 500
 MAX_CLAWS = 200
 MAX_GRAPH_KMMS = 150
+MAX_CLAM = 200  # nodes and triples the CLAM graph shows (newest first)
 
 
 async def _rows(conn: Conn, query: str, args: tuple[object, ...] = ()) -> list[Any]:
@@ -190,7 +191,29 @@ async def graph(conn: Conn, tenant: str) -> dict[str, Any]:
     return {"nodes": list(nodes.values()), "edges": edges}
 
 
-# Area -> snapshot. The CLAM read model adds "clam" here (nodes and triples for renderClamGraph).
+async def clam(conn: Conn, tenant: str) -> dict[str, Any]:
+    """CLAM's minds: short-term nodes (volatile), long-term nodes (semantic, episodic) and triples, with
+    the counts the seed's bifurcated counters show (they equal the stores' row counts)."""
+    stm = await _rows(conn, "SELECT claw_id, concept_id, description, confidence_score FROM clam.stm "
+                            "ORDER BY creation_timestamp DESC LIMIT %s", (MAX_CLAM,))  # fmt: skip
+    ltm = await _rows(conn, "SELECT claw_id, concept_id, description, collection FROM clam.ltm "
+                            "ORDER BY stored_at DESC LIMIT %s", (MAX_CLAM,))  # fmt: skip
+    triples = await _rows(conn, "SELECT claw_id, subject, predicate, object FROM clam.triples "
+                                "ORDER BY known_at DESC LIMIT %s", (MAX_CLAM,))  # fmt: skip
+    counts = await _rows(conn, "SELECT (SELECT count(*) FROM clam.stm), (SELECT count(*) FROM clam.ltm WHERE "
+                               "collection = 'semantic'), (SELECT count(*) FROM clam.ltm WHERE collection = "
+                               "'episodic'), (SELECT count(*) FROM clam.triples)", ())  # fmt: skip
+    v, sem, epi, tri = counts[0]
+    nodes = [{"id": cid, "label": f"{d} ({score})", "group": "volatile", "clawId": claw} for claw, cid, d, score in stm]
+    nodes += [{"id": cid, "label": d, "group": col, "clawId": claw} for claw, cid, d, col in ltm]
+    return {
+        "counts": {"volatile": v, "semantic": sem, "episodic": epi, "triples": tri},
+        "nodes": nodes,
+        "triples": [{"clawId": c, "subject": s, "predicate": p, "object": o} for c, s, p, o in triples],
+    }
+
+
+# Area -> snapshot.
 SNAPSHOTS: dict[str, Snapshot] = {
     "flow": flow,
     "claws": claws,
@@ -200,6 +223,7 @@ SNAPSHOTS: dict[str, Snapshot] = {
     "observations": observations,
     "kmms": kmms,
     "graph": graph,
+    "clam": clam,
 }
 
 

@@ -9,6 +9,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from hivemem.stack import Stack
@@ -97,6 +98,14 @@ def test_dashboard_live_votes_decision_tenant_isolation_and_screenshot(stack: St
     # A token that does not verify: the socket is closed with 4401 and the page says why.
     bad = login(browser, stack, tenant, token="not-a-token")
     bad.wait_for_selector("#login-error:has-text('AUTH_INVALID')")  # type: ignore[attr-defined]
+
+    # CLAM: a claw of this tenant learns a fact; the counters and the graph follow, pushed.
+    claw_token = mint_token(stack.settings.load_config().token_secret, tenant, "dash", claw_id=unique("clam"))
+    with httpx.Client(base_url=stack.api_url, headers={"Authorization": f"Bearer {claw_token}"}, timeout=30) as h:
+        r = h.post("/clam/v1/perceive?wait_ms=20000", json={"prompt": "I use an ESP32 for the sensors."})
+        assert r.status_code == 200 and r.json()["status"] == "DONE", r.text
+    page.wait_for_selector("#clam-counts:has-text('semantic 1')")  # type: ignore[attr-defined]
+    assert other_page.locator("#clam-counts:has-text('semantic 1')").count() == 0  # type: ignore[attr-defined]
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "dashboard.png"

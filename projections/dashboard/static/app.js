@@ -310,6 +310,7 @@ function renderClamGraph(data) {
   for (const n of data.nodes || []) {
     const id = n.id ?? n.conceptId ?? n.nodeId;
     if (id !== undefined) add(id, n.label ?? n.name ?? n.text ?? id);
+    if (id !== undefined && n.group) nodes.get(`clam:${id}`).group = `clam-${n.group}`;  // volatile / semantic / episodic
   }
   const edges = [];
   for (const t of data.triples || []) {
@@ -319,6 +320,8 @@ function renderClamGraph(data) {
   }
   graphParts.clam = { nodes: [...nodes.values()], edges };
   syncGraph();
+  const c = data.counts;
+  if (c) $("#clam-counts").textContent = `volatile ${c.volatile} · semantic ${c.semantic} · episodic ${c.episodic} · triples ${c.triples}`;
 }
 window.renderClamGraph = renderClamGraph;
 
