@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -111,7 +112,8 @@ def install_error_handlers(app: FastAPI) -> None:
         code = _HTTP_CODES.get(exc.status_code, f"HTTP_{exc.status_code}")
         headers = exc.headers
         if exc.status_code == 405:
-            headers = {**(headers or {}), "Allow": allowed_methods(app, request.url.path)}
+            fallback = (headers or {}).get("Allow", "")
+            headers = {**(headers or {}), "Allow": allowed_methods(app, request.url.path, fallback)}
         return error_response(exc.status_code, code, str(exc.detail), headers)
 
     @app.exception_handler(psycopg.OperationalError)
@@ -132,16 +134,21 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(500, "INTERNAL_ERROR", "unexpected server error (logged)")
 
 
-def allowed_methods(app: FastAPI, path: str) -> str:
-    """``Allow`` for a 405: every method the path has. Starlette names only the first route whose path
-    matches, which misses GET /facts beside POST /facts. A literal path (``/traces/query``) outranks a
-    parameter route that also matches it (``/traces/{trace_id}``), as it does when dispatching."""
+def allowed_methods(app: FastAPI, path: str, fallback: str) -> str:
+    """``Allow`` for a 405: the methods the OpenAPI document gives the path. Starlette names only the
+    first route whose path matches, which misses GET /facts beside POST /facts. A literal path
+    (``/traces/query``) outranks a template that also matches it (``/traces/{trace_id}``), as it does
+    when dispatching. Paths outside the document (``/mcp``) keep Starlette's answer."""
     literal: set[str] = set()
     templated: set[str] = set()
-    for route in app.router.routes:
-        regex = getattr(route, "path_regex", None)
-        methods = getattr(route, "methods", None)
-        if regex is None or not methods or not regex.match(path):
-            continue
-        (templated if "{" in getattr(route, "path", "") else literal).update(methods)
-    return ", ".join(sorted(literal or templated))
+    for template, ops in app.openapi().get("paths", {}).items():
+        methods = {m.upper() for m in ops if m.lower() in _HTTP_METHODS}
+        if "{" not in template:
+            if template == path:
+                literal |= methods
+        elif re.fullmatch(re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(template)), path):
+            templated |= methods
+    return ", ".join(sorted(literal or templated)) or fallback
+
+
+_HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})

@@ -141,7 +141,8 @@ def test_tokens_of_unconfigured_tenants_are_refused_on_every_route(stack: Stack)
                     kw["json"] = {"type": "presence", "payload": {}}
                 _error(h.request(method, url, **kw), 403, "UNKNOWN_TENANT")
                 checked += 1
-        assert checked == 33  # every authenticated route: envelopes, claws, governance, CAML, KMMS, KMP
+        # every authenticated route: envelopes, claws, governance, CAML, KMMS, KMP (33), KSTAR (29), CLAM (6)
+        assert checked == 68
 
 
 def test_unknown_schema_versions_are_refused(stack: Stack) -> None:
