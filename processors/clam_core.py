@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import uuid
 import zlib
-from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -29,6 +28,7 @@ from governance.clam.nodes import MemoryNode
 from governance.clam.perceiver import perceive_local
 from governance.clam.triples import Triple
 from processors.refusals import stage_rejection
+from streams.driver import ProcessorDriver
 from streams.offsets import Conn
 from streams.processor import PROCESSING_ERROR, Failure
 from streams.records import LogRecord, OutRecord
@@ -156,15 +156,10 @@ class ClamProcessor:
         return [stage_rejection(self.names, STAGE, failure.record, PROCESSING_ERROR, failure.detail)]
 
 
-class ClamDriver:
+class ClamDriver(ProcessorDriver):
     """Run the clam processor without a broker or a database; collect its outputs."""
 
-    def __init__(self, names: TopicNames, config: ClamConfig | None = None) -> None:
-        self.processor = ClamProcessor(names, config, InMemoryMinds())
-        self._offsets: Counter[tuple[str, int]] = Counter()
+    processor: ClamProcessor
 
-    def pipe(self, value: bytes, log_time: int, partition: int = 0) -> list[OutRecord]:
-        topic = self.processor.input_topics()[0]
-        off = self._offsets[(topic, partition)]
-        self._offsets[(topic, partition)] += 1
-        return self.processor.process([LogRecord(topic, partition, off, log_time, None, value)], log_time)
+    def __init__(self, names: TopicNames, config: ClamConfig | None = None) -> None:
+        super().__init__(ClamProcessor(names, config, InMemoryMinds()))

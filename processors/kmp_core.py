@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import uuid
 import zlib
-from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -21,6 +20,7 @@ from contracts.models import KmpIngestPayload
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
 from governance.kmp.ingest import IngestRefusal, KnownRefs, ingest_ref, judge, split_ref
 from processors.refusals import stage_rejection
+from streams.driver import ProcessorDriver
 from streams.offsets import Conn
 from streams.processor import PROCESSING_ERROR, Failure
 from streams.records import LogRecord, OutRecord
@@ -162,15 +162,10 @@ class KmpProcessor:
         return [self._rejected(failure.record, PROCESSING_ERROR, failure.detail)]
 
 
-class KmpDriver:
+class KmpDriver(ProcessorDriver):
     """Run the kmp processor without a broker or a database; collect its outputs."""
 
-    def __init__(self, names: TopicNames) -> None:
-        self.processor = KmpProcessor(names, InMemoryRefs())
-        self._offsets: Counter[tuple[str, int]] = Counter()
+    processor: KmpProcessor
 
-    def pipe(self, value: bytes, log_time: int, partition: int = 0) -> list[OutRecord]:
-        topic = self.processor.input_topics()[0]
-        off = self._offsets[(topic, partition)]
-        self._offsets[(topic, partition)] += 1
-        return self.processor.process([LogRecord(topic, partition, off, log_time, None, value)], log_time)
+    def __init__(self, names: TopicNames) -> None:
+        super().__init__(KmpProcessor(names, InMemoryRefs()))

@@ -13,7 +13,6 @@ import base64
 import json
 import uuid
 import zlib
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,6 +28,7 @@ from governance.kstar.apply import REGISTRY_KINDS, Held, MemoryView, OpContext, 
 from governance.kstar.records import KstarRefusal
 from governance.kstar.tokens import issuer_key
 from processors.refusals import stage_rejection
+from streams.driver import ProcessorDriver
 from streams.offsets import Conn
 from streams.processor import PROCESSING_ERROR, Failure
 from streams.records import LogRecord, OutRecord
@@ -241,15 +241,10 @@ class KstarProcessor:
         return [stage_rejection(self.names, STAGE, failure.record, PROCESSING_ERROR, failure.detail)]
 
 
-class KstarDriver:
+class KstarDriver(ProcessorDriver):
     """Run the kstar processor without a broker or a database; collect its outputs."""
 
-    def __init__(self, names: TopicNames, token_secret: bytes) -> None:
-        self.processor = KstarProcessor(names, token_secret, InMemoryState())
-        self._offsets: Counter[tuple[str, int]] = Counter()
+    processor: KstarProcessor
 
-    def pipe(self, value: bytes, log_time: int, partition: int = 0) -> list[OutRecord]:
-        topic = self.processor.input_topics()[0]
-        off = self._offsets[(topic, partition)]
-        self._offsets[(topic, partition)] += 1
-        return self.processor.process([LogRecord(topic, partition, off, log_time, None, value)], log_time)
+    def __init__(self, names: TopicNames, token_secret: bytes) -> None:
+        super().__init__(KstarProcessor(names, token_secret, InMemoryState()))
