@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from deploy.process import die_with_parent
 from governance.gate import GateConfig
@@ -28,6 +29,9 @@ from projections.read_models.kmms import KmmsProjection
 from projections.read_models.kmp import KmpProjection
 from projections.read_models.kstar import KstarProjection
 from streams.kafka import TP
+
+if TYPE_CHECKING:
+    from inference.clam_llm import ClamLlm
 from streams.processor import Processor
 from streams.runtime import StreamRuntime
 
@@ -120,11 +124,24 @@ def kstar_processor(settings: Settings) -> Processor:
     return KstarProcessor(settings.topics, settings.load_config().token_secret)
 
 
+def clam_llm(settings: Settings) -> ClamLlm | None:
+    """The CLAM LLM back-end (inference.clam_llm.ClamLlm) when HIVEMEM_LLM_URL is set and ``[clam] use_llm``
+    is not false; else None (the local deterministic back-ends)."""
+    from governance.clam.config import ClamConfig
+    from inference.clam_llm import clam_llm_from_env
+
+    return clam_llm_from_env() if ClamConfig.from_mapping(settings.clam_config()).use_llm else None
+
+
 def clam_processor(settings: Settings) -> Processor:
     from governance.clam.config import ClamConfig
+    from inference.clam_llm import FallbackCritic, FallbackPerceiver
     from processors.clam_core import ClamProcessor
 
-    return ClamProcessor(settings.topics, ClamConfig.from_mapping(settings.clam_config()))
+    cfg, llm = ClamConfig.from_mapping(settings.clam_config()), clam_llm(settings)
+    if llm is None:
+        return ClamProcessor(settings.topics, cfg)
+    return ClamProcessor(settings.topics, cfg, perceive=FallbackPerceiver(llm), critic=FallbackCritic(llm))
 
 
 def caml_processors(settings: Settings) -> list[Processor]:
@@ -234,6 +251,7 @@ def run_api(settings: Settings) -> None:
         embedder=warm_embedder(),
         caml_audit=caml_out.audit,
         caml_status=caml_out.status,
+        clam_llm=clam_llm(settings),
     )
     serve(create_app(deps), settings.api_host, settings.api_port)
 

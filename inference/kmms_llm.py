@@ -1,45 +1,28 @@
 """The LLM KMMS consolidator (``model_id`` "llm:<model>") on an OpenAI-compatible ``POST /v1/chat/completions``
 (vLLM, llama.cpp, Ollama, a model proxy...). Used when HIVEMEM_LLM_URL is set (``consolidator_from_env``).
 
-Every call asks for one JSON object in the answer's JSON schema, as structured output: first OpenAI's
-``response_format: {type: json_schema}``, then (a server that answers 400/422 to a form is asked in the next
-one from then on) ``{type: json_object, schema}`` (llama.cpp's server, Anyscale), plain ``json_object``, and
-finally no ``response_format``. The answer is validated with Pydantic: ``ExtractedFacts`` (the seed's
-§4.3 shape) for facts, small models for the summary, the classification and the abstraction. The first JSON
-object in the message is taken (code fences and chatter around it are tolerated). A malformed or invalid answer
-is REFUSED: the request is repeated, up to ``max_retries`` (2) more times, with the model's answer and the
-validation error appended to the conversation; after that ``ConsolidationError`` — never a silent accept.
-Transport failures (connection, timeout, non-2xx) are retried the same way. Facts are also checked against
-their sources: a ``source_quote`` that is not in the episodes (whitespace and case aside) is refused.
-
-Episodes go to the model as JSON data and the system prompt says they are data, not instructions. An org's
-custom instructions (``prompt_prefix``) are put before the system prompt. Nothing here logs episode text or
-the model's answers; failures are logged by kind only.
+The protocol (structured output in the answer's JSON schema, Pydantic validation, a malformed or invalid answer
+refused and asked again up to ``max_retries`` times with the error, then ``ConsolidationError``, never a silent
+accept) is ``inference.llm_chat``'s. The answers' shapes: ``ExtractedFacts`` (the seed's §4.3 shape) for facts,
+small models for the summary, the classification and the abstraction. Facts are also checked against their
+sources: a ``source_quote`` that is not in the episodes (whitespace and case aside) is refused.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import re
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from governance.kmms.values import ContradictionClass, EpisodeText, ExtractedFact, ExtractedFacts, Summary
 from inference.kmms_consolidator import ConsolidationError
 from inference.kmms_dates import episode_date
-from inference.pii_llm import chat_endpoint
-
-log = logging.getLogger(__name__)
+from inference.llm_chat import StructuredChat
 
 MAX_EPISODE_CHARS = 4_000
 MAX_TOTAL_CHARS = 24_000
-RETRY_ECHO_CHARS = 1_200  # how much of a refused answer a retry shows the model
-RESPONSE_FORMATS = ("json_schema", "json_object_schema", "json_object", "none")  # tried in this order
 SEED_EXAMPLE = ('{"extracted_facts":[{"key":"preferred_language","value":"Python for data pipelines",'
                 '"fact_type":"preference","confidence":0.85,"updates_existing":null,"is_contradiction":false,'
                 '"source_quote":"I always use Python for data pipelines"}]}')  # fmt: skip
@@ -74,9 +57,7 @@ ABSTRACT_TASK = """Write a 1 to 3 sentence abstraction of the entity from its cu
 "user lives in Porto, works at Acme as data engineer, and prefers Python for data pipelines."
 Answer: {"abstraction": "..."}"""
 
-_FENCE = re.compile(r"```(?:json)?", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
-T = TypeVar("T", bound=BaseModel)
 
 
 class SummaryAnswer(BaseModel):
@@ -103,24 +84,6 @@ class AbstractAnswer(BaseModel):
         return v.strip()
 
 
-def first_json_object(content: str) -> Any:
-    """The first JSON object in a message: the whole message, or one inside fences or chatter."""
-    text = _FENCE.sub("", content).strip()
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    decoder = json.JSONDecoder()
-    for m in re.finditer(r"\{", text):
-        try:
-            obj, _ = decoder.raw_decode(text, m.start())
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            return obj
-    raise ValueError("no JSON object in the answer")
-
-
 def _norm(text: str) -> str:
     return " ".join(text.lower().split()).strip(" .")
 
@@ -134,121 +97,24 @@ def _episodes_json(episodes: Sequence[EpisodeText]) -> list[dict[str, str]]:
     return out
 
 
-_BOUNDS = frozenset({"maxLength", "minLength", "maxItems", "minItems"})
-
-
-def loose_schema(schema: Any) -> Any:
-    """The answer's JSON schema without length bounds: a grammar-constrained server (llama.cpp) unrolls
-    them into a grammar too big to parse (and crashes); the bounds are checked on the answer anyway."""
-    if isinstance(schema, dict):
-        return {k: loose_schema(v) for k, v in schema.items() if k not in _BOUNDS}
-    if isinstance(schema, list):
-        return [loose_schema(x) for x in schema]
-    return schema
-
-
-class LlmConsolidator:
+class LlmConsolidator(StructuredChat):
     """A ``Consolidator`` on an OpenAI-compatible chat-completions server. Thread-safe."""
+
+    SYSTEM = SYSTEM
+    LABEL = "kmms llm"
+    ERROR = ConsolidationError
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 30.0,
                  prompt_prefix: str | None = None, max_retries: int = 2, client: httpx.Client | None = None,
                  verify_quotes: bool = True) -> None:  # fmt: skip
-        if timeout_s <= 0:
-            raise ValueError("timeout_s must be > 0")
-        if max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
-        self.model = model
-        self.model_id = f"llm:{model}"
-        self.endpoint = chat_endpoint(base_url)
-        self.timeout_s = timeout_s
-        self.prompt_prefix = prompt_prefix
-        self.max_retries = max_retries
+        super().__init__(base_url, model, api_key, timeout_s, prompt_prefix, max_retries, client)
         self.verify_quotes = verify_quotes
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = client or httpx.Client(timeout=timeout_s, headers=headers)
-        self._owns_client = client is None
-        self._format = 0  # index in RESPONSE_FORMATS; moves on for good once the server refuses a form
-        self._lock = threading.Lock()
-        self.refusals = 0  # answers refused (malformed, invalid, transport failure), for metrics
-
-    def __repr__(self) -> str:  # never show the key
-        return f"LlmConsolidator(endpoint={self.endpoint!r}, model={self.model!r})"
-
-    def close(self) -> None:
-        if self._owns_client:
-            self._client.close()
-
-    # --- the protocol --------------------------------------------------------------------------------------
-    def _system(self) -> str:
-        return f"{self.prompt_prefix.strip()}\n\n{SYSTEM}" if self.prompt_prefix else SYSTEM
-
-    def _post(self, messages: list[dict[str, str]], shape: type[BaseModel]) -> str:
-        schema = loose_schema(shape.model_json_schema())
-        while True:  # a form the server refuses (400/422) is not an attempt: ask again in the next form
-            level = self._format
-            form = RESPONSE_FORMATS[level]
-            body: dict[str, Any] = {"model": self.model, "temperature": 0, "messages": messages}
-            if form == "json_schema":
-                body["response_format"] = {"type": "json_schema",
-                                           "json_schema": {"name": shape.__name__, "schema": schema}}  # fmt: skip
-            elif form == "json_object_schema":
-                body["response_format"] = {"type": "json_object", "schema": schema}
-            elif form == "json_object":
-                body["response_format"] = {"type": "json_object"}
-            resp = self._client.post(self.endpoint, json=body, timeout=self.timeout_s)
-            # llama-cpp-python answers an unknown form with a 500 that names the field.
-            refused = resp.status_code in (400, 422) or (resp.status_code == 500 and "response_format" in resp.text)
-            if refused and form != "none":
-                log.info("kmms llm: HTTP %d with response_format %s; asking in the next form", resp.status_code, form)
-                with self._lock:
-                    self._format = max(self._format, level + 1)
-                continue
-            if resp.status_code != 200:
-                raise ValueError(f"HTTP {resp.status_code}: {resp.text[:200]}")
-            content = resp.json()["choices"][0]["message"]["content"]
-            if not isinstance(content, str):
-                raise ValueError("the message content is not a string")
-            return content
-
-    def _ask(self, task: str, instructions: str, data: Mapping[str, Any], shape: type[T],
-             check: Callable[[T], None] | None = None) -> T:  # fmt: skip
-        prompt = instructions + "\n\nDATA (JSON):\n" + json.dumps(data, ensure_ascii=False)
-        first = [{"role": "system", "content": self._system()}, {"role": "user", "content": prompt}]
-        messages = first
-        error = "no attempt"
-        for _ in range(1 + self.max_retries):
-            try:
-                content = self._post(messages, shape)
-            except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as e:
-                error = f"transport: {type(e).__name__}: {e}"[:300]
-                log.warning("kmms llm %s: %s", task, type(e).__name__)
-                with self._lock:
-                    self.refusals += 1
-                continue
-            try:
-                answer = shape.model_validate(first_json_object(content))
-                if check is not None:
-                    check(answer)
-                return answer
-            except (ValueError, ValidationError) as e:
-                error = str(e)[:1500]
-                log.warning("kmms llm %s: refused a malformed answer", task)
-                with self._lock:
-                    self.refusals += 1
-                retry = (
-                    f"Your answer was refused: {error[:400]}\n"
-                    "Answer again with only the JSON object, in exactly the shape."
-                )
-                # Only the last refused answer, cut short: a growing transcript would overflow a small context.
-                messages = [*first, {"role": "assistant", "content": content[:RETRY_ECHO_CHARS]},
-                            {"role": "user", "content": retry}]  # fmt: skip
-        raise ConsolidationError(f"{task}: no valid answer after {1 + self.max_retries} attempts ({error})")
 
     def summarize(self, entity: str, topic: str, window: str, episodes: Sequence[EpisodeText],
                   previous: Summary | None) -> Summary:  # fmt: skip
         data = {"entity": entity, "topic": topic, "window": window, "previous_summary": previous.text if previous
                 else None, "episodes": _episodes_json(episodes)}  # fmt: skip
-        answer = self._ask("summarize", SUMMARY_TASK, data, SummaryAnswer)
+        answer = self.ask("summarize", SUMMARY_TASK, data, SummaryAnswer)
         ids = sorted({*(previous.source_episode_ids if previous else ()), *(e.episode_id for e in episodes)})
         return Summary(answer.summary.strip(), tuple(ids), tuple(c.strip() for c in answer.contradictions if c.strip()))
 
@@ -265,14 +131,14 @@ class LlmConsolidator:
 
         data = {"entity": entity, "existing_facts": dict(existing), "summary": summary.text,
                 "episodes": _episodes_json(episodes)}  # fmt: skip
-        return list(self._ask("extract_facts", FACTS_TASK, data, ExtractedFacts, check).extracted_facts)
+        return list(self.ask("extract_facts", FACTS_TASK, data, ExtractedFacts, check).extracted_facts)
 
     def classify(self, key: str, old_value: str, new_value: str, old_quote: str,
                  new_quote: str) -> ContradictionClass:  # fmt: skip
         data = {"key": key, "stored": {"value": old_value, "quote": old_quote},
                 "new": {"value": new_value, "quote": new_quote}}  # fmt: skip
-        return self._ask("classify", CLASSIFY_TASK, data, ClassifyAnswer).classification
+        return self.ask("classify", CLASSIFY_TASK, data, ClassifyAnswer).classification
 
     def abstract(self, entity: str, facts: Sequence[tuple[str, str]]) -> str:
         data = {"entity": entity, "facts": [{"key": k, "value": v} for k, v in sorted(set(facts))]}
-        return self._ask("abstract", ABSTRACT_TASK, data, AbstractAnswer).abstraction
+        return self.ask("abstract", ABSTRACT_TASK, data, AbstractAnswer).abstraction

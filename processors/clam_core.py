@@ -1,6 +1,7 @@
 """The clam processor: accepted ``clam`` operations in; what they did (``hivemem.clam.events``) out.
 The rules are ``governance/clam/learn.py``; the perceiver and the critic are the local deterministic
-ones (``governance/clam/perceiver.py``, ``critic.py``) unless an LLM back-end is given.
+ones (``governance/clam/perceiver.py``, ``critic.py``) unless the LLM back-ends are given
+(``inference/clam_llm.py``); the events name the back-end, so a replay of the read model never asks a model.
 
 Every operation gets at least one event (``NOTHING`` when it changed nothing), so each has a verdict.
 Its state, per claw: the short-term buffer, the long-term nodes' terms (for Zettelkasten links) and the
@@ -161,5 +162,6 @@ class ClamDriver(ProcessorDriver):
 
     processor: ClamProcessor
 
-    def __init__(self, names: TopicNames, config: ClamConfig | None = None) -> None:
-        super().__init__(ClamProcessor(names, config, InMemoryMinds()))
+    def __init__(self, names: TopicNames, config: ClamConfig | None = None, perceive: Perceiver = perceive_local,
+                 critic: CriticFn = critique_local) -> None:  # fmt: skip
+        super().__init__(ClamProcessor(names, config, InMemoryMinds(), perceive, critic))

@@ -29,6 +29,7 @@ class ClamConfig:
     critic_enabled: bool = True
     language: str = "en"
     max_deductions: int = 16  # bound on the perceiver's output per exchange
+    use_llm: bool = True  # the LLM perceiver, critic and renderer when HIVEMEM_LLM_URL is set; false: local only
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

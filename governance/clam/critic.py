@@ -35,6 +35,7 @@ class Critique:
     withstands: bool
     debate: str  # the internal debate, a few lines (for the dashboard's stream of consciousness)
     reason: Reason | None = None
+    by: str = "local"  # the back-end that judged ("local", "llm:<model>"), written into the log's event
 
 
 def critique_local(node: MemoryNode, exchange: str, graph: Iterable[Triple]) -> Critique:

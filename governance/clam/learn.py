@@ -90,10 +90,10 @@ def _perceive(op: ClamPayload, mind: Mind, at: int, cfg: ClamConfig, new_id: Cal
                 continue
             c = critic(node, op.prompt, mind.graph.values())  # the user's side: its "I" is the user
             mind.stm[cid] = judged = apply_verdict(node, c.withstands, at)
-            out.append(Happened("CRITIQUED", cid, {"withstands": c.withstands, "debate": c.debate,
+            out.append(Happened("CRITIQUED", cid, {"withstands": c.withstands, "debate": c.debate, "by": c.by,
                                                    "confidence_score": judged.confidence_score,
                                                    "last_access_timestamp": at}))  # fmt: skip
-    for i, d in enumerate(perceive(op.prompt, op.response)):
+    for i, d in enumerate(perceive(op.prompt, op.response)[: cfg.max_deductions]):
         if d.kind == "fact" and d.triple is not None:
             t = normalise(d.triple)
             tid = triple_id(t)
@@ -108,7 +108,7 @@ def _perceive(op: ClamPayload, mind: Mind, at: int, cfg: ClamConfig, new_id: Cal
             mind.ltm_terms[node.concept_id] = node.topic_terms
             out.append(Happened("FACT_STORED", node.concept_id, {
                 "triple": triple_wire(t), "triple_id": tid, "category": CATEGORY.get(t.predicate, "preferences"),
-                "node": node_wire(node), "links": [list(x) for x in linked]}))  # fmt: skip
+                "node": node_wire(node), "links": [list(x) for x in linked], "by": d.by}))  # fmt: skip
             continue
         same = next((n for n in mind.stm.values() if n.description == d.description), None)
         if same is not None:  # said again: the node is fresh again, not doubled
@@ -119,7 +119,7 @@ def _perceive(op: ClamPayload, mind: Mind, at: int, cfg: ClamConfig, new_id: Cal
                           kind="episodic" if d.kind == "episodic" else "semantic",
                           topic_terms=topic_terms(d.description))  # fmt: skip
         mind.stm[node.concept_id] = node
-        out.append(Happened("NODE_CREATED", node.concept_id, {"node": node_wire(node)}))
+        out.append(Happened("NODE_CREATED", node.concept_id, {"node": node_wire(node), "by": d.by}))
     return out
 
 

@@ -113,6 +113,7 @@ class Deduction:
     kind: DeductionKind
     description: str
     triple: Triple | None = None
+    by: str = "local"  # the back-end that deduced it ("local", "llm:<model>"), written into the log's event
 
     def __post_init__(self) -> None:
         if self.kind not in ("fact", "semantic", "episodic"):

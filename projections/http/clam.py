@@ -15,7 +15,8 @@ from fastapi import APIRouter, Depends, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from governance.clam.renderer import LANGUAGES, render
+from governance.clam.renderer import LANGUAGES
+from inference.clam_llm import render_with_fallback
 from projections import clam_queries as q
 from projections.auth import Principal
 from projections.gateway import EnvelopeIn, envelope_from_request
@@ -23,6 +24,7 @@ from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
 
 P = "/clam/v1"
+RENDERER_DOC = "auto: the LLM when configured, else local; local: the category layout; llm: the LLM (409 if none)"
 
 
 class In(BaseModel):
@@ -56,6 +58,8 @@ class OpOut(BaseModel):
 class Rendered(BaseModel):
     language: str
     text: str
+    renderer: str = Field(description="what wrote the text: local, llm:<model>, or local:fallback (the LLM's "
+                          "answers were refused)")  # fmt: skip
 
 
 def router(ctx: Ctx) -> APIRouter:
@@ -116,11 +120,22 @@ def router(ctx: Ctx) -> APIRouter:
         """The stream of consciousness, newest first: critiques with their debate, promotions, decays, facts."""
         return await q.activity(ctx.pool, who.tenant, claw(who), limit)
 
-    @r.get(f"{P}/knowledge", response_model=Rendered, responses=errors)
-    async def knowledge(who: Who, language: Annotated[str, Query(max_length=8)] = "en") -> Rendered:
-        """The knowledge graph rendered for a system prompt, by category, in it / en / de / fr / es."""
+    @r.get(f"{P}/knowledge", response_model=Rendered, responses=error_responses(400, 401, 403, 409, 413, 422, 503))
+    async def knowledge(
+        who: Who,
+        language: Annotated[str, Query(max_length=8)] = "en",
+        renderer: Annotated[Literal["auto", "local", "llm"], Query(description=RENDERER_DOC)] = "auto",
+    ) -> Rendered:
+        """The knowledge graph rendered for a system prompt in it / en / de / fr / es: by category (the local
+        renderer), or as prose by the LLM when one is configured."""
         if language not in LANGUAGES:
             raise ApiError(422, "UNKNOWN_LANGUAGE", f"language must be one of {', '.join(LANGUAGES)}")
-        return Rendered(language=language, text=render(await q.graph(ctx.pool, who.tenant, claw(who)), language))
+        llm = ctx.deps.clam_llm if renderer != "local" else None
+        if renderer == "llm" and llm is None:
+            raise ApiError(409, "LLM_NOT_CONFIGURED", "no LLM back-end: set HIVEMEM_LLM_URL (and [clam] use_llm)")
+        graph = await q.graph(ctx.pool, who.tenant, claw(who))
+        # the LLM client is synchronous (httpx): off the event loop
+        text, by = await asyncio.to_thread(render_with_fallback, llm, graph, language)
+        return Rendered(language=language, text=text, renderer=by)
 
     return r

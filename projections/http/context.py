@@ -54,6 +54,7 @@ class ApiDeps:
     embedder: Any = None  # inference.embeddings.Embedder for recall queries (None: recall answers 503)
     caml_audit: Callable[[CamlAuditEntry], None] | None = None  # appends to hivemem.caml.audit
     caml_status: Callable[[CamlEvent], None] | None = None  # publishes to hivemem.caml.status (acked)
+    clam_llm: Any = None  # inference.clam_llm.ClamLlm for /clam/v1/knowledge?renderer=llm (None: local only)
 
 
 class Consistency(BaseModel):

@@ -116,6 +116,32 @@ def _count(stack: Stack, sql: str, *args: object) -> int:
     return int(row[0]) if row else 0
 
 
+def _governance_report(stack: Stack) -> str:
+    """What a failed wait for the governance outcome needs to be understood: each open or undecided proposal
+    (ballots, early votes, decision), the heartbeats, the refusals, the loops' progress and the services'
+    warnings."""
+    lines = []
+    with _db(stack) as conn:
+        for (state,) in conn.execute("SELECT state FROM govproc.proposals ORDER BY proposal_id"):
+            lines.append(f"proposal {state['proposal_id']}: proposal={'yes' if state.get('proposal') else 'NO'} "
+                         f"ballots={sorted(state.get('ballots', {}))} pending={len(state.get('pending', []))} "
+                         f"decision={(state.get('decision') or {}).get('outcome')} "
+                         f"at={(state.get('ref') or {}).get('log_time')} "
+                         f"votes_at={[b['ref']['log_time'] for b in state.get('ballots', {}).values()]}")  # fmt: skip
+        for row in conn.execute("SELECT claw_id, last_seen, ok FROM govproc.presence ORDER BY claw_id"):
+            lines.append(f"presence {row}")
+        for row in conn.execute("SELECT processor, state, lag FROM hivemem.processor_progress ORDER BY processor"):
+            lines.append(f"progress {row}")
+        for row in conn.execute("SELECT outcome, reason_code, count(*) FROM audit.events GROUP BY 1, 2"):
+            lines.append(f"audit {row}")
+        for row in conn.execute("SELECT processor, topic, error FROM hivemem.processing_failures LIMIT 5"):
+            lines.append(f"failure {row}")
+    for log_file in sorted((stack.settings.home / "logs").glob("*.log")):
+        warnings = [ln for ln in log_file.read_text(errors="replace").splitlines() if " hivemem" in ln]
+        lines += [f"{log_file.name}: {ln[:300]}" for ln in warnings[-15:]]
+    return "\n".join(lines)
+
+
 def _sent_once(records: list[LogRecord]) -> bool:
     """Every output carries its ``hm-out`` id, and no id is on the log twice."""
     ids = Counter(r.header(OUT_HEADER) for r in records)
@@ -209,8 +235,11 @@ def test_one_broker_of_three_sigkilled_mid_stream(cluster: Stack) -> None:
     # Nothing lost: every envelope gets its audit row; every proposal its decision and fact.
     wait_until(lambda: _count(cluster, "SELECT count(*) FROM audit.events WHERE source_topic = ANY(%s)",
                               inbound) >= N, timeout=150, interval=1, what=f"{N} audit rows")  # fmt: skip
-    wait_until(lambda: _count(cluster, "SELECT count(*) FROM governance.facts WHERE tenant = %s", TENANT) >= PROPOSALS,
-               timeout=60, interval=1, what=f"{PROPOSALS} facts")  # fmt: skip
+    facts = "SELECT count(*) FROM governance.facts WHERE tenant = %s"
+    try:
+        wait_until(lambda: _count(cluster, facts, TENANT) >= PROPOSALS, timeout=60, interval=1, what="the facts")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{_governance_report(cluster)}") from None
     # The killed node is back in every partition's ISR: it caught up by replication alone.
     kafka.wait_in_sync(names.all_topics())
     # Each loop rode the broker's loss out in place: no service died over it.

@@ -27,7 +27,8 @@ from pydantic import BaseModel, ValidationError
 from deploy.kafka_local import free_port
 from governance.kmms.values import EpisodeText, ExtractedFact, ExtractedFacts, Summary
 from inference.kmms_consolidator import ConsolidationError
-from inference.kmms_llm import AbstractAnswer, ClassifyAnswer, LlmConsolidator, SummaryAnswer, first_json_object
+from inference.kmms_llm import AbstractAnswer, ClassifyAnswer, LlmConsolidator, SummaryAnswer
+from inference.llm_chat import first_json_object
 from tests.llm.conftest import CALLS, Call
 
 pytestmark = [pytest.mark.llm, pytest.mark.timeout(1800)]

@@ -30,9 +30,10 @@ link_min_similarity = 1
 critic_enabled = false
 language = "it"
 max_deductions = 4
+use_llm = false
 """)
     c = ClamConfig.from_mapping(doc["clam"])
-    assert c == ClamConfig(5, 0, 1000, 10, 1, 1.0, False, "it", 4)
+    assert c == ClamConfig(5, 0, 1000, 10, 1, 1.0, False, "it", 4, False)
     assert isinstance(c.link_min_similarity, float)  # an int in TOML is taken as the float it means
     assert {f.name for f in dataclasses.fields(ClamConfig)} == set(doc["clam"])  # the test covers every key
 
