@@ -6,7 +6,7 @@ The tenant of every request comes from here, never from a parameter the caller p
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import jwt
 
@@ -27,6 +27,8 @@ class Principal:
     tenant: str
     subject: str
     claw_id: str | None
+    # the token's exp (Unix seconds): a dashboard socket closes then; not part of who it is
+    expires_at: int | None = field(default=None, compare=False)
 
 
 def mint_token(secret: bytes, tenant: str, subject: str, claw_id: str | None = None, ttl_s: int = 3600) -> str:
@@ -52,7 +54,9 @@ def verify_token(secret: bytes, header: str | None) -> Principal:
     # the same bounds as an envelope's ids (contracts.models.Id), or the token is not valid.
     if not (_id_ok(tenant) and _id_ok(subject) and (claw is None or _id_ok(claw))):
         raise AuthError("AUTH_INVALID", "token is not valid: tenant, sub and claw must be ids of 1-256 characters")
-    return Principal(tenant=str(tenant), subject=str(subject), claw_id=str(claw) if claw is not None else None)
+    exp = claims.get("exp")
+    return Principal(tenant=str(tenant), subject=str(subject), claw_id=str(claw) if claw is not None else None,
+                     expires_at=int(exp) if isinstance(exp, int | float) else None)  # fmt: skip
 
 
 def _id_ok(value: object) -> bool:

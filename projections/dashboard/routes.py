@@ -2,7 +2,8 @@
 and the WebSocket ``/dashboard/ws``.
 
 The socket's first message is ``{"token": "<bearer>"}`` (never in the URL, where proxies and logs
-would keep it); a bad token closes it with 4401 and the reason. Then the server sends ``hello``,
+would keep it); a bad token closes it with 4401 and the reason, and so does the token's expiry on an open
+socket (``AUTH_EXPIRED``: the page asks for a new token). After the login the server sends ``hello``,
 the full snapshot of every area, and from then on a message only when a read model changed.
 A UI, not an API: none of these routes is in the OpenAPI document.
 """
@@ -13,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import re
+import time
 from pathlib import Path
 
 from fastapi import APIRouter, WebSocket
@@ -115,7 +117,16 @@ class Dashboard:
             while (await ws.receive())["type"] != "websocket.disconnect":
                 pass
 
-        tasks = [asyncio.create_task(write()), asyncio.create_task(drain())]
+        async def expire() -> None:
+            # A socket is authorised by its token for as long as the token is: then the page logs in again.
+            exp = who.expires_at
+            if exp is None:
+                await asyncio.Event().wait()  # never
+            else:
+                await asyncio.sleep(max(0.0, exp - time.time()))
+            await ws.close(UNAUTHORIZED, "AUTH_EXPIRED: token has expired; log in again")
+
+        tasks = [asyncio.create_task(write()), asyncio.create_task(drain()), asyncio.create_task(expire())]
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:

@@ -114,6 +114,8 @@ def _apply(cur: Cur, s: str, ev: ClamEvent, data: dict[str, Any], seq: int) -> N
         text = f"seeded the knowledge graph with {len(data['triples'])} truth(s)"
     else:
         text = str(data.get("reason", ""))
+    if data.get("by", "local") != "local":  # an LLM's deduction or critique, or the local fallback for one
+        text = f"{text} [by {data['by']}]"
     cur.execute(f"INSERT INTO {s}.activity (tenant, claw_id, seq, at, kind, concept_id, envelope_event_id, text) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (*who, seq, ev.at, ev.kind, ev.concept_id, ev.envelope_event_id, text[:2000]))  # fmt: skip

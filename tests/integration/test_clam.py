@@ -72,6 +72,11 @@ def test_learning_loop(stack: Stack) -> None:
         assert all("Marcello Mangione" in text and "60" in text for text in rendered.values())
         assert len(set(rendered.values())) == 5  # localised labels
         assert h.get("/clam/v1/knowledge?language=pt").json()["code"] == "UNKNOWN_LANGUAGE"
+        # No LLM in the test stack: auto and local render locally; asking for the LLM says there is none.
+        assert ok(h.get("/clam/v1/knowledge?renderer=local"))["renderer"] == "local"
+        assert ok(h.get("/clam/v1/knowledge"))["renderer"] == "local"
+        no_llm = h.get("/clam/v1/knowledge?renderer=llm")
+        assert no_llm.status_code == 409 and no_llm.json()["code"] == "LLM_NOT_CONFIGURED"
         log = ok(h.get("/clam/v1/activity?limit=50"))
         assert {"SEEDED", "FACT_STORED", "NODE_CREATED", "CRITIQUED", "PROMOTED", "DECAYED"} <= {e["kind"] for e in log}
     with http(stack, "clam-b", "other") as h:

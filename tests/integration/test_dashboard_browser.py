@@ -98,6 +98,11 @@ def test_dashboard_live_votes_decision_tenant_isolation_and_screenshot(stack: St
     # A token that does not verify: the socket is closed with 4401 and the page says why.
     bad = login(browser, stack, tenant, token="not-a-token")
     bad.wait_for_selector("#login-error:has-text('AUTH_INVALID')")  # type: ignore[attr-defined]
+    # A token that expires while its socket is open: the socket closes then, and the page asks for a new one.
+    brief = login(browser, stack, tenant, token=mint_token(stack.settings.load_config().token_secret, tenant, "dash",
+                                                           ttl_s=4))  # fmt: skip
+    brief.wait_for_selector(f'body[data-tenant="{tenant}"]')  # type: ignore[attr-defined]
+    brief.wait_for_selector("#login-error:has-text('AUTH_EXPIRED')", timeout=15_000)  # type: ignore[attr-defined]
 
     # CLAM: a claw of this tenant learns a fact; the counters and the graph follow, pushed.
     claw_token = mint_token(stack.settings.load_config().token_secret, tenant, "dash", claw_id=unique("clam"))

