@@ -64,8 +64,10 @@ POLL_S = 0.1
 TICK_S = 0.2  # an idle loop still calls process([]) this often (the governance processor's expiry)
 FLUSH_TIMEOUT_S = 30.0
 WATERMARK_RETRY_S = 15.0  # longer than a leader election after a broker's loss
-# What a partition's end offset lookup says while the partition has no leader (a broker is gone).
-ELECTING = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION)
+# What a partition's end offset lookup says while the partition has no leader (a broker is gone); the
+# client's own "unknown partition" comes while its metadata lists the partition without a leader.
+ELECTING = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
+            KafkaError._UNKNOWN_PARTITION)  # fmt: skip
 
 
 class StreamRuntime:

@@ -237,7 +237,7 @@ def test_one_broker_of_three_sigkilled_mid_stream(cluster: Stack) -> None:
                               inbound) >= N, timeout=150, interval=1, what=f"{N} audit rows")  # fmt: skip
     facts = "SELECT count(*) FROM governance.facts WHERE tenant = %s"
     try:
-        wait_until(lambda: _count(cluster, facts, TENANT) >= PROPOSALS, timeout=60, interval=1, what="the facts")
+        wait_until(lambda: _count(cluster, facts, TENANT) >= PROPOSALS, timeout=150, interval=1, what="the facts")
     except AssertionError as e:
         raise AssertionError(f"{e}\n{_governance_report(cluster)}") from None
     # The killed node is back in every partition's ISR: it caught up by replication alone.
