@@ -32,6 +32,18 @@ def warm_embedder() -> Embedder:
     return e
 
 
+def warm_previous_embedder() -> Embedder | None:
+    """During a KMMS model switch, the model switched away from, loaded; None when none is configured (or
+    it is the configured model itself)."""
+    from inference.embeddings import previous_embedder_from_env
+
+    e = previous_embedder_from_env()
+    if e is None or e.model_id == embedder().model_id:
+        return None
+    e.embed(["warm up"])
+    return e
+
+
 def pii_policy() -> PiiPolicy:
     """``HIVEMEM_PII_ESCALATION=always`` runs every stage on every text (strict tenants)."""
     escalation = os.environ.get("HIVEMEM_PII_ESCALATION", "cascade")

@@ -158,12 +158,10 @@ def caml_processors(settings: Settings) -> list[Processor]:
 
 
 def kmms_processors(settings: Settings) -> list[Processor]:
-    """KMMS: the write path (PII policy, dedup), enrichment, consolidation and the embedder."""
-    from hivemem.caml_wiring import warm_embedder
+    """KMMS: the write path (PII policy, dedup), enrichment, consolidation and the embedder(s)."""
     from hivemem.kmms_wiring import consolidation_batch, consolidator, enricher
     from processors.kmms_consolidator import KmmsConsolidatorProcessor
     from processors.kmms_core import KmmsProcessor
-    from processors.kmms_embedder import KmmsEmbedderProcessor
     from processors.kmms_enricher import KmmsEnricherProcessor
 
     policies = {name: p.memory_pii for name, p in settings.load_config().tenants.items()}
@@ -171,17 +169,31 @@ def kmms_processors(settings: Settings) -> list[Processor]:
     return [KmmsProcessor(names, policies),  # type: ignore[arg-type]
             KmmsEnricherProcessor(names, enricher()),
             KmmsConsolidatorProcessor(names, consolidator(), consolidation_batch()),
-            KmmsEmbedderProcessor(names, warm_embedder())]  # fmt: skip
+            *kmms_embedders(settings)]  # fmt: skip
+
+
+def kmms_embedders(settings: Settings) -> list[Processor]:
+    """The KMMS embedder of the configured model and, during a model switch, of the previous one (it keeps
+    embedding what arrives, so the old vectors can serve until the new model has re-embedded everything)."""
+    from hivemem.caml_wiring import warm_embedder, warm_previous_embedder
+    from processors.kmms_embedder import KmmsEmbedderProcessor
+
+    previous = warm_previous_embedder()
+    models = [warm_embedder(), *([previous] if previous is not None else [])]
+    return [KmmsEmbedderProcessor(settings.topics, m) for m in models]
 
 
 def expected_processors() -> list[str]:
     """What /readyz waits for: the fixed processors and the embedders of the configured model."""
     from hivemem.caml_wiring import embedder
+    from inference.embeddings import previous_embedder_from_env
     from processors.caml_embedder import embedder_name
     from processors.kmms_embedder import kmms_embedder_name
 
     model = embedder().model_id
-    return [*PROCESSORS, embedder_name(model), kmms_embedder_name(model)]
+    previous = previous_embedder_from_env()
+    switching = [kmms_embedder_name(previous.model_id)] if previous and previous.model_id != model else []
+    return [*PROCESSORS, embedder_name(model), kmms_embedder_name(model), *switching]
 
 
 def projection_processors(settings: Settings, only: list[str] | None = None) -> list[Processor]:
@@ -225,7 +237,7 @@ def sync_operators(settings: Settings) -> None:
 def run_api(settings: Settings) -> None:
     from confluent_kafka import Producer
 
-    from hivemem.caml_wiring import CamlPublisher, warm_embedder
+    from hivemem.caml_wiring import CamlPublisher, warm_embedder, warm_previous_embedder
     from hivemem.kafka_topics import kafka_reachable
     from producers.claw_client import EnvelopePublisher, producer_config
     from projections.api import ApiDeps, create_app, serve
@@ -249,6 +261,7 @@ def run_api(settings: Settings) -> None:
         presence_window_ms=int(settings.presence_window_s * 1000),
         processors=expected_processors(),
         embedder=warm_embedder(),
+        previous_embedder=warm_previous_embedder(),
         caml_audit=caml_out.audit,
         caml_status=caml_out.status,
         clam_llm=clam_llm(settings),

@@ -22,6 +22,8 @@ UPSTREAM_TIMEOUT = "upstream_timeout"
 UPSTREAM_ERROR = "upstream_error"
 BAD_RESPONSE = "bad_response"
 DIMENSION_MISMATCH = "dimension_mismatch"
+# Codes that say "not now" rather than "not this input": an embedder processor waits them out.
+TRANSIENT = frozenset({UPSTREAM_UNAVAILABLE, UPSTREAM_TIMEOUT, MODEL_UNAVAILABLE})
 
 
 class EmbeddingError(Exception):

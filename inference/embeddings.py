@@ -9,6 +9,10 @@ Environment:
 - HIVEMEM_EMBEDDINGS_API_KEY  sent as a Bearer token, if set
 - HIVEMEM_EMBEDDINGS_TIMEOUT  seconds per request to it (default 10)
 - HIVEMEM_EMBEDDINGS_THREADS  onnxruntime intra-op threads for the local model (default 1)
+
+While the model is being changed (docs/kmms.md, "Changing the embedding model"), the model switched away from:
+- HIVEMEM_EMBEDDINGS_PREVIOUS=local            the bundled MiniLM, or
+- HIVEMEM_EMBEDDINGS_PREVIOUS_URL, _MODEL, _API_KEY, _TIMEOUT   an OpenAI-compatible server, as above
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ __all__ = [
     "MiniLmEmbedder",
     "OpenAIEmbedder",
     "embedder_from_env",
+    "previous_embedder_from_env",
 ]
+PREVIOUS = "HIVEMEM_EMBEDDINGS_PREVIOUS"
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:
@@ -68,3 +74,21 @@ def embedder_from_env(env: Mapping[str, str] = os.environ) -> Embedder:
     if threads != int(threads):
         raise EmbeddingError(CONFIG, "HIVEMEM_EMBEDDINGS_THREADS must be a whole number")
     return MiniLmEmbedder(threads=int(threads))
+
+
+def previous_embedder_from_env(env: Mapping[str, str] = os.environ) -> Embedder | None:
+    """The model a switch moves away from (``HIVEMEM_EMBEDDINGS_PREVIOUS=local`` or ``..._PREVIOUS_URL`` and
+    ``..._PREVIOUS_MODEL``), or None when no switch is under way."""
+    flag = env.get(PREVIOUS, "").strip().lower()
+    url = env.get(f"{PREVIOUS}_URL", "").strip()
+    if not flag and not url:
+        return None
+    if flag and flag != "local":
+        raise EmbeddingError(CONFIG, f"{PREVIOUS} must be 'local' (or use {PREVIOUS}_URL), not {flag!r}")
+    if flag and url:
+        raise EmbeddingError(CONFIG, f"set {PREVIOUS}=local or {PREVIOUS}_URL, not both")
+    # The previous model's settings under the names embedder_from_env reads.
+    sub = {f"HIVEMEM_EMBEDDINGS_{k[len(PREVIOUS) + 1 :]}": v for k, v in env.items() if k.startswith(f"{PREVIOUS}_")}
+    if "HIVEMEM_EMBEDDINGS_THREADS" in env:
+        sub.setdefault("HIVEMEM_EMBEDDINGS_THREADS", env["HIVEMEM_EMBEDDINGS_THREADS"])
+    return embedder_from_env(sub)

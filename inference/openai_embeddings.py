@@ -114,7 +114,10 @@ class OpenAIEmbedder:
         except httpx.HTTPError as exc:
             raise EmbeddingError(UPSTREAM_UNAVAILABLE, f"{self.endpoint}: {type(exc).__name__}: {exc}") from exc
         if resp.status_code != 200:
-            raise EmbeddingError(UPSTREAM_ERROR, f"{self.endpoint} answered {resp.status_code}: {resp.text[:300]}")
+            # 5xx, 408 and 429 say "not now" (the caller retries later); another 4xx refuses this input.
+            busy = resp.status_code >= 500 or resp.status_code in (408, 429)
+            raise EmbeddingError(UPSTREAM_UNAVAILABLE if busy else UPSTREAM_ERROR,
+                                 f"{self.endpoint} answered {resp.status_code}: {resp.text[:300]}")  # fmt: skip
         try:
             data = resp.json()["data"]
             rows = sorted(data, key=lambda d: int(d["index"]))

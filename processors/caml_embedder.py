@@ -19,10 +19,22 @@ from collections.abc import Sequence
 
 from contracts.caml_records import CamlEmbedding, CamlEvent, decode_caml, encode_caml
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from inference.embedding_base import TRANSIENT, EmbeddingError
 from inference.embeddings import Embedder
 from streams.offsets import Conn
-from streams.processor import Failure
+from streams.processor import Failure, Outage
 from streams.records import LogRecord, OutRecord
+
+
+def embed_or_outage(embedder: Embedder, texts: list[str]) -> list[list[float]]:
+    """The texts' vectors; an embeddings server that is down (or busy) is an ``Outage``: the batch waits
+    for it, its records are never refused (and left unembedded) over it."""
+    try:
+        return embedder.embed(texts)
+    except EmbeddingError as exc:
+        if exc.code in TRANSIENT:
+            raise Outage(f"{embedder.model_id}: {exc}") from exc
+        raise
 
 
 def embedder_name(model_id: str) -> str:
@@ -71,8 +83,8 @@ class EmbedderProcessor:
                 todo.append((rec, ev))
         if not todo:
             return []
-        vectors = self.embedder.embed([embedding_text(ev.observation.summary, ev.observation.pattern)
-                                       for _, ev in todo if ev.observation is not None])  # fmt: skip
+        vectors = embed_or_outage(self.embedder, [embedding_text(ev.observation.summary, ev.observation.pattern)
+                                                  for _, ev in todo if ev.observation is not None])  # fmt: skip
         outs = []
         for (rec, ev), vec in zip(todo, vectors, strict=True):
             assert ev.observation is not None

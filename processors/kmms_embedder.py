@@ -17,6 +17,7 @@ from contracts.topics import DEFAULT_PARTITIONS, TopicNames
 from governance.kmms.phrasing import embedding_text, fact_sentence
 from governance.kmms.units import units_of
 from inference.embeddings import Embedder
+from processors.caml_embedder import embed_or_outage
 from streams.offsets import Conn
 from streams.processor import Failure
 from streams.records import LogRecord, OutRecord
@@ -59,7 +60,7 @@ class KmmsEmbedderProcessor:
                     todo.append((rec, ev, ev.node.node_id, text))
         if not todo:
             return []
-        vectors = self.embedder.embed([t for *_, t in todo])
+        vectors = embed_or_outage(self.embedder, [t for *_, t in todo])
         outs = []
         model = self.embedder.model_id
         for (rec, ev, unit, _), vec in zip(todo, vectors, strict=True):

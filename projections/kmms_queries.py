@@ -98,6 +98,7 @@ class SearchResult(View):
     superseded_fallback: bool  # a CURRENT query answered from superseded content
     drill: list[LayerStep]
     provenance: list[str]  # node ids from the top layer visited down to the answer
+    embedding_model: str | None = None  # the model whose vectors ranked the hits (None: text only)
     hits: list[MemoryHit]
     latency_ms: float
 

@@ -12,6 +12,14 @@ from streams.offsets import Conn
 from streams.records import LogRecord, OutRecord
 
 PROCESSING_ERROR = "PROCESSING_ERROR"
+
+
+class Outage(Exception):
+    """Raised by a processor when something it needs is unreachable (an embeddings server, a model): not
+    the records' fault, so the runtime treats it as an outage — the batch is redone after a backoff — and
+    never refuses a record over it."""
+
+
 _REF_NS = uuid.UUID("6a1f3c1e-2b7d-4e0a-9f51-8c2d4b7e9a03")
 
 

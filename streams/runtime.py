@@ -28,10 +28,11 @@ runs on it):
 5. Recovery, on start and after every outage: unsent rows are first looked for in their
    partitions from the marks to the end; rows found there are deleted, the rest are sent.
    So every output reaches Kafka once, whatever moment the process died.
-6. An outage (Postgres or Kafka unreachable, a publish not acknowledged) is never a
-   record's fault: the transaction rolls back, the producer's queue is purged, the
-   connection is dropped and, after a backoff (0.5 s doubling to 10 s), the loop resumes
-   at step 1 from the stored offsets. It never moves past a record without its verdict.
+6. An outage (Postgres or Kafka unreachable, a publish not acknowledged, or a processor's
+   ``Outage``: a model server it needs is down) is never a record's fault: the transaction
+   rolls back, the producer's queue is purged, the connection is dropped and, after a backoff
+   (0.5 s doubling to 10 s), the loop resumes at step 1 from the stored offsets. It never moves
+   past a record without its verdict.
 
 Processors judge time by the records' broker log time; the wall clock is passed only for
 ticks (the governance processor's expiry). Each loop reports to
@@ -52,11 +53,11 @@ from streams import outbox, progress
 from streams.kafka import TP, consumer_config, partitions, producer_config
 from streams.offsets import Conn, ends_of, store_offsets, stored_offsets, wait_advisory_lock
 from streams.outbox import PublishFailed
-from streams.processor import Failure, Processor
+from streams.processor import Failure, Outage, Processor
 from streams.records import OUT_HEADER, LogRecord, OutRecord, from_message
 
 log = logging.getLogger("hivemem.streams")
-OUTAGES = (psycopg.OperationalError, psycopg.InterfaceError, KafkaException, PublishFailed)
+OUTAGES = (psycopg.OperationalError, psycopg.InterfaceError, KafkaException, PublishFailed, Outage)
 HEARTBEAT_S = 1.0
 # A step waits up to this long for its first record, then takes what has been fetched already
 # without waiting: a record is processed as soon as it arrives, and an idle loop sleeps in C.

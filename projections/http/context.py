@@ -52,6 +52,7 @@ class ApiDeps:
     ready_stale_s: float = 15.0  # a processor whose heartbeat is older is not ready
     ready_max_lag: int = 10_000  # nor one further behind its inputs than this many records
     embedder: Any = None  # inference.embeddings.Embedder for recall queries (None: recall answers 503)
+    previous_embedder: Any = None  # during a KMMS model switch, the model switched away from (kmms_model_switch)
     caml_audit: Callable[[CamlAuditEntry], None] | None = None  # appends to hivemem.caml.audit
     caml_status: Callable[[CamlEvent], None] | None = None  # publishes to hivemem.caml.status (acked)
     clam_llm: Any = None  # inference.clam_llm.ClamLlm for /clam/v1/knowledge?renderer=llm (None: local only)

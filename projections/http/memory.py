@@ -26,6 +26,7 @@ from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
 from projections.http.limits import Clean
 from projections.kmms_erasures import ErasureRecord, erasures, wait_erasure
+from projections.kmms_model_switch import ServingModel, new_model_complete
 from projections.kmms_search import Memory
 
 _STATUS = {"PII_REJECTED": 422, "DUPLICATE_CONTENT": 409, "DUPLICATE_EPISODE": 409, "DUPLICATE": 409,
@@ -126,6 +127,8 @@ def router(ctx: Ctx) -> APIRouter:
     deps = ctx.deps
     tau = float(os.environ.get("HIVEMEM_KMMS_TAU", q.TAU))
     abstain = float(os.environ.get("HIVEMEM_KMMS_ABSTAIN", q.ABSTAIN_BELOW))
+    serving = ServingModel(deps.embedder, deps.previous_embedder, lambda m: new_model_complete(
+        ctx.pool, m, deps.previous_embedder.model_id, deps.embedder.model_id))  # fmt: skip
 
     def memory(who: Principal, user_id: str, thread_id: str | None = None) -> Memory:
         if who.claw_id is None:
@@ -169,17 +172,19 @@ def router(ctx: Ctx) -> APIRouter:
     async def run_search(who: Principal, body: SearchIn) -> q.SearchResult:
         m = memory(who, body.user_id, body.thread_id)
         vector = None
-        model = deps.embedder.model_id if deps.embedder is not None else ""
-        if deps.embedder is not None and body.mode != "text":
+        embedder = await serving.embedder(m)  # during a model switch, the old one until the new is complete
+        model = embedder.model_id if embedder is not None else ""
+        if embedder is not None and body.mode != "text":
             try:
                 text = q.content_query(body.query, _ms(body.as_of) or int(time.time() * 1000))
-                vector = await run_in_threadpool(deps.embedder.embed_query, text)
+                vector = await run_in_threadpool(embedder.embed_query, text)
             except EmbeddingError as exc:
                 raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", f"the query could not be embedded: {exc.code}") from exc
         elif body.mode == "vector":
             raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", "no embedding model is configured for this API")
         params = q.SearchParams(body.query, vector, model, body.k, _ms(body.as_of), body.mode, tau, abstain)
-        return await q.search(ctx.pool, m, params)
+        result = await q.search(ctx.pool, m, params)
+        return result.model_copy(update={"embedding_model": model if vector is not None else None})
 
     @r.post("/api/v1/memory/search", response_model=q.SearchResult, response_model_by_alias=True,
             responses=error_responses(400, 401, 403, 422, 503))  # fmt: skip
@@ -235,8 +240,9 @@ def router(ctx: Ctx) -> APIRouter:
     async def indexed(who: Who, body: IndexedIn) -> list[str]:
         """Which of these episodes are searchable yet: stored, and every unit and every node consolidated
         from them so far embedded."""
-        model = deps.embedder.model_id if deps.embedder is not None else ""
-        return await q.indexed(ctx.pool, memory(who, body.user_id), body.episode_ids, model)
+        m = memory(who, body.user_id)
+        embedder = await serving.embedder(m)
+        return await q.indexed(ctx.pool, m, body.episode_ids, embedder.model_id if embedder is not None else "")
 
     @r.get("/api/v1/memory/facts", response_model=list[q.MemoryHit], response_model_by_alias=True,
            responses=error_responses(400, 401, 403, 422))  # fmt: skip

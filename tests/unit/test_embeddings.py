@@ -230,6 +230,8 @@ def embeddings_app(local: MiniLmEmbedder, seen: list[dict[str, Any]]) -> FastAPI
         model, inputs = body["model"], body["input"]
         if model == "broken":
             return JSONResponse({"error": {"message": "model exploded"}}, status_code=500)
+        if model == "refuse":
+            return JSONResponse({"error": {"message": "input too long"}}, status_code=400)
         if model == "garbage":
             return JSONResponse({"result": "not embeddings"})
         if model == "slow":
@@ -320,7 +322,8 @@ def test_openai_wrong_dimension_is_a_clear_error(server: FakeServer) -> None:
 @pytest.mark.parametrize(
     ("model", "code", "words"),
     [
-        ("broken", UPSTREAM_ERROR, "500"),
+        ("broken", UPSTREAM_UNAVAILABLE, "500"),  # 5xx: not now (an embedder waits it out)
+        ("refuse", UPSTREAM_ERROR, "400"),  # another 4xx refuses the input
         ("garbage", BAD_RESPONSE, "not an OpenAI"),
         ("one-short", BAD_RESPONSE, "1 embeddings for 2"),
     ],
