@@ -78,6 +78,7 @@ class SearchResult(_View):
     provenance: list[str]
     hits: list[Hit]
     latency_ms: float
+    embedding_model: str | None = None  # the model whose vectors ranked the hits (None: text only)
 
 
 class Answer(_View):

@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 from contracts.models import MAX_ID, MAX_ITEMS, MAX_LABEL, MAX_TEXT
 from governance.kmms.phrasing import strip_roles
 from inference.embedding_base import EmbeddingError
+from projections import kmms_model_switch as switch
 from projections import kmms_queries as q
 from projections.auth import Principal
 from projections.gateway import EnvelopeIn, envelope_from_request
@@ -26,7 +27,7 @@ from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
 from projections.http.limits import Clean
 from projections.kmms_erasures import ErasureRecord, erasures, wait_erasure
-from projections.kmms_model_switch import ServingModel, new_model_complete
+from projections.kmms_model_switch import ServingModel
 from projections.kmms_search import Memory
 
 _STATUS = {"PII_REJECTED": 422, "DUPLICATE_CONTENT": 409, "DUPLICATE_EPISODE": 409, "DUPLICATE": 409,
@@ -127,8 +128,10 @@ def router(ctx: Ctx) -> APIRouter:
     deps = ctx.deps
     tau = float(os.environ.get("HIVEMEM_KMMS_TAU", q.TAU))
     abstain = float(os.environ.get("HIVEMEM_KMMS_ABSTAIN", q.ABSTAIN_BELOW))
-    serving = ServingModel(deps.embedder, deps.previous_embedder, lambda m: new_model_complete(
-        ctx.pool, m, deps.previous_embedder.model_id, deps.embedder.model_id))  # fmt: skip
+    old, new = (deps.previous_embedder.model_id, deps.embedder.model_id) if deps.previous_embedder else ("", "")
+    serving = ServingModel(deps.embedder, deps.previous_embedder,
+                           lambda m: switch.caught_up(ctx.pool, m.tenant, old, new),
+                           lambda m: switch.covered(ctx.pool, m, old, new))  # fmt: skip
 
     def memory(who: Principal, user_id: str, thread_id: str | None = None) -> Memory:
         if who.claw_id is None:
