@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import json
 import os
 import platform
 import random
@@ -311,6 +312,31 @@ def run_mode(corpus: Corpus, mems: dict[str, Any], mode: str, k: int, console: C
     return run
 
 
+def dump(path: Path, corpus: Corpus, run: ModeRun) -> None:
+    """Append one JSON line per question: its gold (category, evidence, values) and the hits as ranked."""
+    with path.open("a", encoding="utf-8") as f:
+        for q, res in zip(corpus.questions, run.results, strict=False):
+            hits = [] if res is None else [{"layer": h.layer, "session": h.session_id, "value": h.fact_value,
+                                             "status": h.status} for h in res.hits]  # fmt: skip
+            f.write(
+                json.dumps(
+                    {
+                        "mode": run.mode,
+                        "question": q.question,
+                        "category": q.category,
+                        "date": str(q.question_date),
+                        "evidence": list(q.evidence_session_ids),
+                        "answer": q.answer,
+                        "current": q.current_session_id,
+                        "old": q.superseded_value,
+                        "confidence": None if res is None else res.confidence,
+                        "hits": hits,
+                    }
+                )
+                + "\n"
+            )
+
+
 def table(mode: str, groups: dict[str, Scores], k: int) -> Table:
     t = Table(title=f"mode {mode}: search k={k}, as_of = question date", title_justify="left")
     for col in ("questions", "n", "R@1", "R@5", "R@10", "any@5", "any@10", "NDCG@10", "KU cur>sup", "leaks (q)",
@@ -368,6 +394,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--longmemeval", type=Path, default=None, help="a LongMemEval JSON file instead of generating")
     ap.add_argument("--limit", type=int, default=None, help="with --longmemeval: its first N questions")
     ap.add_argument("--save-corpus", type=Path, default=None, help="write the corpus used (JSON) here")
+    ap.add_argument(
+        "--dump",
+        type=Path,
+        default=None,
+        help="write each question's ranked hits, per mode, here (JSON lines: for studying misses)",
+    )
     ap.add_argument("--probes", type=int, default=50, help="sessions timed add -> searchable, one by one")
     ap.add_argument("--concurrency", type=int, default=4, help="users ingested in parallel")
     ap.add_argument("--wait-ms", type=int, default=5_000, help="the add call's wait for the verdict")
@@ -415,6 +447,8 @@ def main(argv: list[str]) -> int:
                 out.print(f"\n1-2. ingest skipped: questions against what {where} holds (tenant {tenant})")
             for n, mode in enumerate(modes, start=3):
                 run = run_mode(corpus, mems, mode, args.k, progress)
+                if args.dump:
+                    dump(args.dump, corpus, run)
                 groups = score_run(corpus, run)
                 out.print(f"\n{n}. questions, mode {mode}  [load {load()}]"
                           + (f"  errors: {dict(run.errors)}" if run.errors else ""))  # fmt: skip

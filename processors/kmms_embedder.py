@@ -3,7 +3,8 @@ on ``hivemem.kmms.embeddings`` keyed ``<tenant>/<unit id>|<model>`` (the CAML em
 computed once, replayed as data; the name carries the model's digest, so a changed model is a new
 consumer that re-embeds the whole memory in the background while the old vectors keep serving).
 
-Units: an episode's rounds or paragraphs (``governance/kmms/units.py``), and each L1/L2/L3 node.
+Units: an episode's rounds or paragraphs (``governance/kmms/units.py``) and, for a unit of several
+sentences, each sentence (``<unit id>~s<n>``: search ranks a unit by its best vector); and each L1/L2/L3 node.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms, encode_kmms
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
 from governance.kmms.phrasing import embedding_text, fact_sentence
-from governance.kmms.units import units_of
+from governance.kmms.units import sentences_of, units_of
 from inference.embeddings import Embedder
 from processors.caml_embedder import embed_or_outage
 from streams.offsets import Conn
@@ -53,7 +54,10 @@ class KmmsEmbedderProcessor:
         for rec in records:
             ev = decode_kmms(rec.value or b"", KmmsEvent)
             if ev.kind == "EPISODE_STORED" and ev.episode is not None:
-                todo += [(rec, ev, u.unit_id, embedding_text(u.text)) for u in units_of(ev.episode)]
+                for u in units_of(ev.episode):
+                    said = embedding_text(u.text)
+                    todo.append((rec, ev, u.unit_id, said))
+                    todo += [(rec, ev, x.unit_id, x.text) for x in sentences_of(u.unit_id, said)]
             elif ev.kind == "NODE_CREATED" and ev.node is not None:
                 text = node_text(ev)
                 if text:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -170,6 +171,9 @@ def node_filter(intent: TemporalIntent, as_of: int) -> tuple[str, dict[str, Any]
     return f"{known} AND {valid_at}", p
 
 
+RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0.05"))  # docs/kmms.md, "Retrieval"
+
+
 @dataclass(frozen=True)
 class SearchParams:
     query: str
@@ -195,12 +199,19 @@ def _hit_from_node(n: NodeRow, now: int, current_query: bool) -> MemoryHit:
                      superseded_by=n.superseded_by, source_ids=list(n.source_ids), logged_at=n.logged_at)  # fmt: skip
 
 
-def _hits_from_units(units: list[UnitHit], k: int, now: int) -> list[MemoryHit]:
+def _hits_from_units(units: list[UnitHit], k: int, now: int, recency: float = 0.0) -> list[MemoryHit]:
     best: dict[str, UnitHit] = {}
     for u in units:  # already in fused order: the first unit of an episode is its best
         best.setdefault(u.episode_id, u)
+    ranked = list(best.values())
+    if recency > 0 and len(ranked) > 1:
+        # A question about the present: of two episodes about as relevant, the later one tells the current
+        # state ("I don't go to The Daily Grind any more"); the newest candidate gains ``recency`` of its score.
+        lo, hi = min(u.occurred_at for u in ranked), max(u.occurred_at for u in ranked)
+        span = max(hi - lo, 1)
+        ranked.sort(key=lambda u: -u.fused * (1 + recency * (u.occurred_at - lo) / span))
     out = []
-    for u in list(best.values())[:k]:
+    for u in ranked[:k]:
         c = score(NodeSignals(4, u.similarity, 1, None, 1.0, False), now, False)
         out.append(MemoryHit(layer=4, node_id=u.episode_id, score=round(u.fused, 6), similarity=round(u.similarity, 4),
                              confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
@@ -245,7 +256,7 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     node_hits = [_hit_from_node(n, eval_at, current_query) for n in nodes
                  if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
                  or intent.kind == "EVOLUTION"]  # fmt: skip
-    l4 = _hits_from_units(units, sp.k, eval_at)
+    l4 = _hits_from_units(units, sp.k, eval_at, RECENCY if current_query else 0.0)
     floor, floor_reason = min_depth(sp.query)
     drill: list[LayerStep] = []
     provenance: list[str] = []

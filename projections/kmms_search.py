@@ -9,6 +9,7 @@ is after ``bound`` (the caller's ``as_of``) is ever a candidate.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -16,8 +17,11 @@ from psycopg import AsyncConnection
 
 from governance.kmms.bm25 import bm25, parse_tsvector, query_lexemes
 from governance.kmms.fusion import rrf
+from governance.kmms.units import MAX_SENTENCES, SENTENCE
 
 Mode = Literal["hybrid", "vector", "text"]
+TEXT_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_TEXT_WEIGHT", "0.25"))  # docs/kmms.md, "Retrieval"
+_PARENT = "regexp_replace(v.unit_id, '~s[0-9]+$', '')"  # a sentence vector's unit
 Conn = AsyncConnection[tuple[object, ...]]
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
 _TSQ = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
@@ -48,6 +52,11 @@ def _vec(v: list[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in v) + "]"
 
 
+def _weights(rankings: list[list[str]], mode: Mode) -> list[float] | None:
+    """RRF weights: hybrid with both rankings gives the full-text one ``TEXT_WEIGHT``."""
+    return [1.0, TEXT_WEIGHT] if mode == "hybrid" and len(rankings) == 2 else None
+
+
 async def _ranked(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
     cur = await conn.execute(sql, params)  # type: ignore[arg-type]
     return [str(r[0]) for r in await cur.fetchall()]
@@ -66,22 +75,26 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
         p["q"] = _vec(vector)
         await conn.execute("SET LOCAL hnsw.ef_search = 100")
         await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        rankings.append(await _ranked(conn, (
-            "SELECT v.unit_id FROM kmms.kmms_vectors v JOIN kmms.kmms_units u ON u.tenant = v.tenant "
-            "AND u.unit_id = v.unit_id WHERE v.model = %(model)s AND v.kind = 'unit' AND v.tenant = %(t)s "
-            f"AND v.claw_id = %(c)s AND v.scope = %(s)s AND {where} "
-            "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(n)s"), p))  # fmt: skip
+        # A unit's vector and its sentences' (kind 'sentence', id <unit>~s<n>): a unit ranks by its best.
+        ranked = await _ranked(conn, (
+            "SELECT u.unit_id FROM kmms.kmms_vectors v JOIN kmms.kmms_units u ON u.tenant = v.tenant "
+            f"AND u.unit_id = {_PARENT} WHERE v.model = %(model)s AND v.kind IN ('unit', 'sentence') "
+            f"AND v.tenant = %(t)s AND v.claw_id = %(c)s AND v.scope = %(s)s AND {where} "
+            "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(n3)s"), {**p, "n3": 3 * n})  # fmt: skip
+        rankings.append(list(dict.fromkeys(ranked))[:n])
     if mode in ("hybrid", "text") and text.strip():
         rankings.append(await _bm25_units(conn, where, p))
-    fused = rrf(rankings)[:n]
+    fused = rrf(rankings, weights=_weights(rankings, mode))[:n]
     if not fused:
         return []
     p["ids"] = [u for u, _ in fused]
-    sim = "1 - (v.embedding <=> %(q)s::vector)" if "q" in p else "0"
+    # The unit's similarity is its best vector's: its own or one of its sentences'.
+    sim = ("(SELECT max(1 - (v.embedding <=> %(q)s::vector)) FROM kmms.kmms_vectors v WHERE v.unit_id = ANY("
+           f"u.unit_id || ARRAY(SELECT u.unit_id || '{SENTENCE}' || g FROM generate_series(0, {MAX_SENTENCES - 1}) g)) "
+           "AND v.model = %(model)s AND v.tenant = u.tenant)") if "q" in p else "0"  # fmt: skip
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
-        f"coalesce({sim}, 0) FROM kmms.kmms_units u LEFT JOIN kmms.kmms_vectors v ON v.tenant = u.tenant "
-        "AND v.unit_id = u.unit_id AND v.model = %(model)s WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
+        f"coalesce({sim}, 0) FROM kmms.kmms_units u WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
         p,
     )
     rows = {str(r[0]): r for r in await cur.fetchall()}
@@ -174,7 +187,7 @@ async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
         rankings.append(await _ranked(conn, (
             f"SELECT n.node_id FROM kmms.kmms_nodes n, {_TSQ} WHERE {where} AND n.tsv @@ qq.q "
             "ORDER BY ts_rank_cd(n.tsv, qq.q, 32) DESC, n.node_id LIMIT %(n)s"), p))  # fmt: skip
-    fused = rrf(rankings)[:n]
+    fused = rrf(rankings, weights=_weights(rankings, mode))[:n]
     if not fused:
         return []
     p["ids"] = [u for u, _ in fused]

@@ -8,11 +8,16 @@ episode (and session). Pure, so the embedder and the read model cut the same uni
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from contracts.kmms_records import KmmsEpisode
 
 MAX_CHARS = 1_200  # ~256 word pieces, the embedding model's window
+MAX_SENTENCES = 8  # sentence vectors per unit, beyond its own
+SENTENCE = "~s"  # a sentence vector's id: <unit id>~s<n>
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE_ID = re.compile(r"~s[0-9]+$")
 
 
 @dataclass(frozen=True)
@@ -58,3 +63,18 @@ def units_of(ep: KmmsEpisode) -> list[Unit]:
     else:
         texts = _paragraphs(ep.content)
     return [Unit(f"{ep.episode_id}#{i}", i, t) for i, t in enumerate(texts or [ep.content[:MAX_CHARS]])]
+
+
+def sentences_of(unit_id: str, text: str) -> list[Unit]:
+    """A unit's sentences of three words or more (the first ``MAX_SENTENCES``), each embedded on its own
+    besides the unit: a fact said in passing ("Anyway, my go-to café is The Daily Grind.") inside a round
+    about something else is drowned in the round's vector, and found by its sentence's. None when the
+    text is one sentence (the unit's own vector is that sentence's)."""
+    said = [s.strip() for s in _SENTENCE_END.split(text) if len(s.split()) >= 3]
+    if len(said) < 2:
+        return []
+    return [Unit(f"{unit_id}{SENTENCE}{i}", i, s) for i, s in enumerate(said[:MAX_SENTENCES])]
+
+
+def is_sentence(vector_id: str) -> bool:
+    return bool(_SENTENCE_ID.search(vector_id))

@@ -6,7 +6,8 @@ Tables (schema ``kmms``), every row tenant-scoped by row-level security:
 - ``kmms_nodes``: L1 abstractions, L2 facts, L3 summaries with versions, validity windows,
   status CURRENT/SUPERSEDED and SUPERSEDES links, strength and reinforcement;
 - ``kmms_l0``: the availability index (entities and topics per memory: an O(1) primary-key probe);
-- ``kmms_vectors``: one vector per (unit or node, model), ``kind`` unit or node; one partial HNSW index per model
+- ``kmms_vectors``: one vector per (unit, sentence of a unit, or node; model), ``kind`` unit, sentence or node;
+  one partial HNSW index per model
   (m=16, ef_construction=64), so two models' vectors never share an index;
 - ``kmms_contradictions``: every contradiction with its class and resolution;
 - ``kmms_erasures``: every erasure of a memory (``MEMORY_ERASED``): the rows above of that memory are deleted,
@@ -27,7 +28,7 @@ from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms
 from contracts.positions import LogPosition, PositionError
 from contracts.topics import TopicNames
 from governance.kmms.phrasing import fact_terms
-from governance.kmms.units import units_of
+from governance.kmms.units import is_sentence, units_of
 from projections.read_models import DigestTable, schema_ddl, tenant_table
 from projections.read_models.caml import index_name as caml_index_name
 from streams.records import LogRecord
@@ -192,9 +193,9 @@ class KmmsProjection:
         # erasure before the erasure itself: delete only the vectors of units and nodes the memory
         # holds now (those told before it; a later vector of theirs is skipped by the mark).
         mine = "tenant = %s AND claw_id = %s AND scope = %s"
-        cur.execute(f"DELETE FROM {s}.kmms_vectors WHERE {mine} AND (unit_id IN (SELECT unit_id FROM {s}.kmms_units "
-                    f"WHERE {mine}) OR unit_id IN (SELECT node_id FROM {s}.kmms_nodes WHERE {mine}))",
-                    (*who, *who, *who))  # fmt: skip
+        cur.execute(f"DELETE FROM {s}.kmms_vectors WHERE {mine} AND (regexp_replace(unit_id, '~s[0-9]+$', '') IN "
+                    f"(SELECT unit_id FROM {s}.kmms_units WHERE {mine}) OR unit_id IN (SELECT node_id FROM "
+                    f"{s}.kmms_nodes WHERE {mine}))", (*who, *who, *who))  # fmt: skip
         for table in TABLES:
             if table != "kmms_vectors":
                 cur.execute(f"DELETE FROM {s}.{table} WHERE {mine}", who)
@@ -287,7 +288,7 @@ class KmmsProjection:
                 e.tenant,
                 e.claw_id,
                 e.scope,
-                "unit" if "#" in e.unit_id else "node",
+                "sentence" if is_sentence(e.unit_id) else "unit" if "#" in e.unit_id else "node",
                 "[" + ",".join(repr(float(x)) for x in e.vector) + "]",
             ),
         )
