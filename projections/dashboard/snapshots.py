@@ -54,10 +54,15 @@ async def claws(conn: Conn, tenant: str) -> list[dict[str, Any]]:
     rows = await _rows(conn, "SELECT claw_id, status, healthy, ttl_seconds, last_seen, capabilities FROM claws.claws "
                              "ORDER BY claw_id LIMIT %s", (MAX_CLAWS,))  # fmt: skip
     now = int(time.time() * 1000)
-    return [{"clawId": c, "status": s, "healthy": h, "lastSeen": seen, "capabilities": list(caps or []),
-             # Active as of this push (presence changes push again; expiry alone does not).
-             "active": bool(s == "ACTIVE" and h and seen is not None and now - seen <= (ttl or 30) * 1000)}
-            for c, s, h, ttl, seen, caps in rows]  # fmt: skip
+    out = []
+    for c, s, h, ttl, seen, caps in rows:
+        left = (ttl or 30) * 1000 - (now - seen) if seen is not None else -1
+        active = bool(s == "ACTIVE" and h and left >= 0)
+        # Presence changes push again; going stale changes no row, so the page counts ``activeForMs`` down
+        # on its own clock (no request) and greys the claw when it runs out.
+        out.append({"clawId": c, "status": s, "healthy": h, "lastSeen": seen, "capabilities": list(caps or []),
+                    "active": active, "activeForMs": max(0, left) if active else 0})  # fmt: skip
+    return out
 
 
 async def proposals(conn: Conn, tenant: str) -> list[dict[str, Any]]:

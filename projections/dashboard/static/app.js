@@ -141,13 +141,26 @@ function drawThroughput() {
 // ---- claws --------------------------------------------------------------------------------
 function claws(data) {
   const list = $("#claws");
+  const received = Date.now();
   list.replaceChildren(...data.map((c) => el("li", { "data-claw": c.clawId },
-    el("span", { class: `dot ${c.active ? "active" : ""}`, title: c.active ? "present" : "absent" }),
+    el("span", { class: `dot ${c.active ? "active" : ""}`, title: c.active ? "present" : "absent",
+      "data-active-until": c.active ? String(received + c.activeForMs) : "" }),
     el("strong", { text: c.clawId }), " ",
     el("span", { class: "muted", text: `${c.status || "—"} · seen ${when(c.lastSeen)}` }),
     c.capabilities.length ? el("div", { class: "muted small", text: c.capabilities.join(", ") }) : null)));
   if (!data.length) list.append(el("li", { class: "muted", text: "no claws yet" }));
   loaded(list);
+}
+
+// Presence going stale changes no row, so nothing is pushed: each dot greys when its time runs out.
+function expirePresence() {
+  const now = Date.now();
+  document.querySelectorAll("#claws .dot.active[data-active-until]").forEach((dot) => {
+    if (Number(dot.dataset.activeUntil) < now) {
+      dot.classList.remove("active");
+      dot.title = "absent (presence expired)";
+    }
+  });
 }
 
 // ---- proposals, votes, decisions ------------------------------------------------------------
@@ -345,7 +358,7 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("#kmms-claw").addEventListener("change", drawKmms);
   // A local clock only: slides the plot's time axis; it never asks the server for anything.
-  setInterval(drawThroughput, 1000);
+  setInterval(() => { drawThroughput(); expirePresence(); }, 1000);
   const saved = sessionStorage.getItem(TOKEN_KEY);
   if (saved) connect(saved);
 });
