@@ -9,6 +9,7 @@ a few seconds of SIGTERM or SIGINT, and when its parent (``hivemem up``) dies.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -90,8 +91,10 @@ def run_processors(settings: Settings, processors: list[Processor],
         threading.Thread(target=job, args=(settings, stop), name=job.__name__, daemon=True).start()
     kafka, db = settings.require_kafka(), settings.require_database()
     threads = []
+    # A processor that can split over instances (the gate) joins its consumer group as this instance.
+    instance = os.environ.get("HIVEMEM_INSTANCE", "").strip() or None
     for p in processors:
-        runtime = StreamRuntime(p, kafka, db)
+        runtime = StreamRuntime(p, kafka, db, instance=instance)
         t = threading.Thread(target=runtime.run, args=(stop,), name=f"stream-{p.name}", daemon=True)
         t.start()
         threads.append(t)

@@ -110,6 +110,10 @@ class GateProcessor:
 
     name = NAME
 
+    # Its state is per record, in Postgres (claims with a primary key, keys, suspensions): its partitions
+    # may be split over instances (streams.group, HIVEMEM_INSTANCE).
+    parallel = True
+
     def __init__(self, cfg: GateConfig) -> None:
         self.cfg = cfg
         self.suspensions: SuspensionStore = InMemorySuspensionStore()

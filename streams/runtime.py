@@ -6,7 +6,9 @@ runs on it):
 1. Start. Connect to Postgres and take the advisory lock ``stream:<name>`` (a second copy
    waits as a standby). ``processor.open`` loads the processor's state. The consumer is
    *assigned* its input partitions at the offsets stored in ``hivemem.projection_offsets``;
-   Kafka's committed offsets play no part. Then the recovery of step 5 runs.
+   Kafka's committed offsets play no part. Then the recovery of step 5 runs. (A processor
+   split over instances, ``streams.group``, holds that lock shared, and the group hands it
+   partitions, each taken under its own lock at its stored offset; its outbox is its own.)
 2. A batch. Records below the stored offsets are dropped. ``processor.process`` runs inside
    one Postgres transaction that also writes its outputs to ``hivemem.outbox``, advances
    the stored input offsets and the progress row. A crash before the commit redoes the
@@ -41,20 +43,22 @@ ticks (the governance processor's expiry). Each loop reports to
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 
 import psycopg
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from streams import outbox, progress
-from streams.kafka import TP, consumer_config, partitions, producer_config
+from streams import group, outbox, progress
+from streams.kafka import TP, consumer_config, partitions
 from streams.offsets import Conn, ends_of, store_offsets, stored_offsets, wait_advisory_lock
 from streams.outbox import PublishFailed
 from streams.processor import Failure, Outage, Processor
-from streams.records import OUT_HEADER, LogRecord, OutRecord, from_message
+from streams.publisher import OutboxPublisher
+from streams.records import LogRecord, OutRecord, from_message
 
 log = logging.getLogger("hivemem.streams")
 OUTAGES = (psycopg.OperationalError, psycopg.InterfaceError, KafkaException, PublishFailed, Outage)
@@ -63,12 +67,6 @@ HEARTBEAT_S = 1.0
 # without waiting: a record is processed as soon as it arrives, and an idle loop sleeps in C.
 POLL_S = 0.1
 TICK_S = 0.2  # an idle loop still calls process([]) this often (the governance processor's expiry)
-FLUSH_TIMEOUT_S = 30.0
-WATERMARK_RETRY_S = 15.0  # longer than a leader election after a broker's loss
-# What a partition's end offset lookup says while the partition has no leader (a broker is gone); the
-# client's own "unknown partition" comes while its metadata lists the partition without a leader.
-ELECTING = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION,
-            KafkaError._UNKNOWN_PARTITION)  # fmt: skip
 
 
 class StreamRuntime:
@@ -82,6 +80,7 @@ class StreamRuntime:
         exclusive: bool = True,
         report_progress: bool = True,
         on_batch: Callable[[int], None] | None = None,
+        instance: str | None = None,
     ) -> None:
         self.processor = processor
         self.name = processor.name
@@ -91,16 +90,16 @@ class StreamRuntime:
         self.exclusive = exclusive
         self.report_progress = report_progress
         self.on_batch = on_batch
+        # Split over instances (streams.group) when an instance is named and the processor allows it.
+        self.instance = instance if instance and getattr(processor, "parallel", False) else None
+        self.owner = group.owner_of(self.name, self.instance) if self.instance else self.name
         self.next: dict[TP, int] = {}
         self.processed = 0
         self.refused = 0
         self._conn: Conn | None = None
         self._consumer: Consumer | None = None
-        self._producer: Producer | None = None
-        self._marks: dict[TP, int] = {}
-        self._unsent = True
-        # Outbox rows committed and not yet published; None: unknown, read them from the outbox.
-        self._pending: list[outbox.OutboxRow] | None = None
+        self._out = OutboxPublisher(self.owner, bootstrap)
+        self._adopt_due = False
         self._beat = 0.0
         self._tick = 0.0
 
@@ -117,6 +116,8 @@ class StreamRuntime:
                     if until is not None and all(self.next.get(tp, 0) >= end for tp, end in until.items()):
                         self._publish(stop)
                         return
+                    if self._adopt_due:
+                        self._adopt(stop)
                     self._step(stop)
                     backoff = 0.5
                 except OUTAGES as exc:
@@ -131,27 +132,84 @@ class StreamRuntime:
     def _start(self, stop: threading.Event) -> bool:
         conn: Conn = psycopg.connect(self.db_url, autocommit=True, prepare_threshold=None, connect_timeout=5)
         self._conn = conn
-        if self.exclusive and not wait_advisory_lock(conn, f"stream:{self.name}", stop):
+        if self.instance is not None:
+            # Beside the other instances, never beside an unsplit copy; and one process per instance name.
+            if not group.wait_shared(conn, f"stream:{self.name}", stop):
+                return False
+            if not wait_advisory_lock(conn, f"outbox:{self.owner}", stop):
+                return False
+        elif self.exclusive and not wait_advisory_lock(conn, f"stream:{self.name}", stop):
             return False
-        if self._consumer is None:
-            self._consumer = Consumer(consumer_config(self.bootstrap, self.name))
-        stored = stored_offsets(conn, self.name)
-        tps = partitions(self._consumer, self.processor.input_topics())
-        self.next = {tp: stored.get(tp, 0) for tp in tps}
-        self._consumer.assign([TopicPartition(t, p, stored.get((t, p), OFFSET_BEGINNING)) for t, p in tps])
         self.processor.open(conn)
-        self._marks = outbox.get_marks(conn, self.name)
-        self._recover(stop)
-        self._unsent = True
+        if self.instance is not None:
+            # Partitions come from the group (_assigned), each at its stored offset.
+            self.next = {}
+            self._consumer = Consumer(group.group_config(self.bootstrap, self.name, self.instance))
+            self._consumer.subscribe(self.processor.input_topics(), on_assign=self._assigned,
+                                     on_revoke=self._revoked, on_lost=self._revoked)  # fmt: skip
+            self._adopt_due = True
+        else:
+            if self._consumer is None:
+                self._consumer = Consumer(consumer_config(self.bootstrap, self.name))
+            stored = stored_offsets(conn, self.name)
+            tps = partitions(self._consumer, self.processor.input_topics())
+            self.next = {tp: stored.get(tp, 0) for tp in tps}
+            self._consumer.assign([TopicPartition(t, p, stored.get((t, p), OFFSET_BEGINNING)) for t, p in tps])
+        self._out.start(conn, self._consumer, stop)
         self._publish(stop)
         self._heartbeat(force=True)
         return True
+
+    # -- a split processor's partitions (streams.group) -------------------------------------
+
+    def _assigned(self, consumer: Consumer, assigned: list[TopicPartition]) -> None:
+        conn = self._conn
+        assert conn is not None
+        tps = [(str(tp.topic), int(tp.partition)) for tp in assigned]
+        group.take_partitions(conn, self.name, tps, threading.Event())
+        stored = stored_offsets(conn, self.name)
+        for tp in assigned:
+            tp.offset = stored.get((str(tp.topic), int(tp.partition)), OFFSET_BEGINNING)
+        self.next.update({tp: stored.get(tp, 0) for tp in tps})
+        consumer.assign(assigned)
+        self._adopt_due = True  # an instance may have gone: its outbox rows need an owner
+        log.warning("%s: assigned %s", self.owner, sorted(tps))  # a rebalance: rare, and worth seeing
+
+    def _revoked(self, consumer: Consumer, revoked: list[TopicPartition]) -> None:
+        # Called from poll, between batches: every record of these partitions taken so far is committed.
+        tps = [(str(tp.topic), int(tp.partition)) for tp in revoked]
+        for tp in tps:
+            self.next.pop(tp, None)
+        conn = self._conn
+        if conn is not None and not conn.broken:
+            group.release_partitions(conn, self.name, tps)
+        log.warning("%s: revoked %s", self.owner, sorted(tps))
+
+    def _adopt(self, stop: threading.Event) -> None:
+        """Publish the outbox rows of instances that are gone (their owner lock is free), as them."""
+        conn, consumer = self._conn, self._consumer
+        assert conn is not None and consumer is not None
+        self._adopt_due = False
+        for other in group.orphans(conn, self.name, self.owner):
+            if not group.try_lock(conn, f"outbox:{other}"):
+                continue  # alive: it publishes its own
+            try:
+                adopted = OutboxPublisher(other, self.bootstrap)
+                try:
+                    adopted.drain(conn, consumer, stop)
+                finally:
+                    adopted.close()
+                log.warning("%s: published the outbox rows %s left", self.owner, other)
+            finally:
+                group.unlock(conn, f"outbox:{other}")
 
     def _step(self, stop: threading.Event) -> None:
         assert self._consumer is not None
         first = self._consumer.poll(POLL_S)
         more = self._consumer.consume(self.batch_size - 1, timeout=0) if first is not None else []
         records = self._records([first, *more] if first is not None else [])
+        if self.instance is not None:  # only partitions this instance holds (not ones revoked in this poll)
+            records = [r for r in records if (r.topic, r.partition) in self.next]
         fresh = [r for r in records if r.offset >= self.next.get((r.topic, r.partition), 0)]
         if not fresh and time.monotonic() - self._tick < TICK_S:
             self._heartbeat()
@@ -226,16 +284,13 @@ class StreamRuntime:
 
     def _keep(self, rows: list[outbox.OutboxRow]) -> None:
         """Rows of a committed transaction: sent by the next publish round."""
-        if self._pending is not None:
-            self._pending += rows
+        self._out.keep(rows)
 
     def _commit(self, outputs: list[OutRecord], fresh: list[LogRecord], refused: int) -> list[outbox.OutboxRow]:
         conn = self._conn
         assert conn is not None
-        rows = outbox.add(conn, self.name, outputs)
+        rows = outbox.add(conn, self.owner, outputs)
         store_offsets(conn, self.name, fresh)
-        if outputs:
-            self._unsent = True
         if self.report_progress:
             ends = ends_of(fresh)
             progress.report(conn, self.name, "running", lag=self._lag(ends), records=len(fresh), refused=refused,
@@ -252,93 +307,11 @@ class StreamRuntime:
             (f.processor, r.topic, r.partition, r.offset, f.error.replace("\x00", "\\0"), f.reference),
         )
 
-    # -- steps 4 and 5 ----------------------------------------------------------------------
+    # -- steps 4 and 5 (streams.publisher) ---------------------------------------------------
 
     def _publish(self, stop: threading.Event) -> None:
-        conn = self._conn
-        if not self._unsent or conn is None:
-            return
-        if self._pending is None:
-            rows = outbox.unsent(conn, self.name)
-            if len(rows) < outbox.UNSENT_LIMIT:
-                self._pending = []  # all of them: from now on, the commits say what is unsent
-        else:
-            rows, self._pending = self._pending, []
-        if not rows:
-            self._unsent = False
-            return
-        consumer = self._consumer
-        assert consumer is not None
-        new = {(r.topic, r.partition) for r in rows} - set(self._marks)
-        if new:
-            for tp in sorted(new):
-                self._marks[tp] = self._end_offset(tp, stop)
-            outbox.set_marks(conn, self.name, {tp: self._marks[tp] for tp in new})
-        producer = self._producer or Producer(producer_config(self.bootstrap))
-        self._producer = producer
-        delivered: dict[TP, int] = {}
-        failed: list[str] = []
-
-        def report(err: KafkaError | None, msg: Message) -> None:
-            if err is not None:
-                failed.append(str(err))
-            else:
-                tp = (str(msg.topic()), int(msg.partition() or 0))
-                delivered[tp] = max(delivered.get(tp, -1), int(msg.offset() or 0))
-
-        for r in rows:
-            headers: list[tuple[str, str | bytes | None]] = [*r.headers, (OUT_HEADER, outbox.out_id(self.name, r.seq))]
-            while True:
-                try:
-                    producer.produce(r.topic, value=r.value, key=r.key, partition=r.partition, headers=headers,
-                                     on_delivery=report)  # fmt: skip
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        deadline = time.monotonic() + FLUSH_TIMEOUT_S
-        while producer.flush(0.5) > 0:
-            if stop.is_set() or time.monotonic() > deadline:
-                raise PublishFailed("outputs not acknowledged in time")
-        if failed:
-            raise PublishFailed(f"outputs not acknowledged: {failed[0]}")
-        with conn.transaction():
-            conn.execute("SET LOCAL synchronous_commit = off")  # see step 4 of the protocol
-            outbox.delete(conn, self.name, [r.seq for r in rows])
-            for tp, off in delivered.items():
-                self._marks[tp] = off + 1
-            outbox.set_marks(conn, self.name, {tp: self._marks[tp] for tp in delivered})
-
-    def _end_offset(self, tp: TP, stop: threading.Event) -> int:
-        """A partition's end offset. While a partition elects a new leader (a broker of a cluster
-        went away) the lookup fails for a few seconds: retried here rather than taken for an
-        outage, whose recovery would drop the producer's queue and scan the marks again."""
-        consumer = self._consumer
-        assert consumer is not None
-        deadline = time.monotonic() + WATERMARK_RETRY_S
-        while True:
-            try:
-                return int(consumer.get_watermark_offsets(TopicPartition(*tp), timeout=5)[1])
-            except KafkaException as exc:
-                err = exc.args[0] if exc.args else None
-                electing = isinstance(err, KafkaError) and err.code() in ELECTING
-                if not electing or time.monotonic() > deadline or stop.is_set():
-                    raise
-                stop.wait(0.2)
-
-    def _recover(self, stop: threading.Event) -> None:
-        conn, consumer = self._conn, self._consumer
-        assert conn is not None and consumer is not None
-        rows = outbox.unsent(conn, self.name, limit=1_000_000)
-        start = {tp: off for tp, off in self._marks.items() if tp in {(r.topic, r.partition) for r in rows}}
-        if not rows or not start:
-            return
-        ends = {tp: self._end_offset(tp, stop) for tp in start}
-        found = outbox.scan_sent(self.bootstrap, self.name, start, ends, stop.is_set)
-        done = [r.seq for r in rows if r.seq in found]
-        if done:
-            log.warning("%s: %d outputs had reached Kafka before the restart; not sending them again",
-                        self.name, len(done))  # fmt: skip
-            outbox.delete(conn, self.name, done)
+        if self._conn is not None and self._consumer is not None:
+            self._out.publish(self._conn, self._consumer, stop)
 
     # -- liveness and teardown --------------------------------------------------------------
 
@@ -365,12 +338,13 @@ class StreamRuntime:
             self._beat = time.monotonic()
 
     def _reset(self) -> None:
-        self._pending = None
-        if self._producer is not None:
-            # Nothing queued may be retried behind the recovery's back: drop it, start afresh.
-            self._producer.purge()
-            self._producer.poll(0)
-            self._producer = None
+        self._out.reset()
+        if self.instance is not None and self._consumer is not None:
+            # Its partition locks die with the connection: leave the group, rejoin after the backoff.
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self._consumer.close()
+            self._consumer = None
+            self.next = {}
         if self._conn is not None:
             try:
                 if self.report_progress and not self._conn.broken:
@@ -381,10 +355,7 @@ class StreamRuntime:
             self._conn = None
 
     def _shutdown(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(1.0)
-            self._producer.purge()
-            self._producer = None
+        self._out.close()
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None

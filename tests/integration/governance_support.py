@@ -89,3 +89,26 @@ def decisions_in_log(stack: Stack, tenant: str) -> dict[str, list[tuple[str, Dec
     finally:
         consumer.close()
     return out
+
+
+def mixed_stream(
+    trace: str, n: int, proposals: int, claws: int, first: int, every: int
+) -> list[tuple[int, str, dict[str, Any]]]:
+    """(claw, type, payload) for each of ``n`` envelopes: presence and capabilities from every claw, and
+    ``proposals`` proposals by claw 0 (at ``first``, then every ``every`` records) each followed by YES
+    votes of claws 1-3, so a fault test can check the governance outcome as well as each verdict."""
+    deadline = int((time.time() + 600) * 1000)
+    plan: list[tuple[int, str, dict[str, Any]]] = [
+        (i % claws, "presence", {"status": "ACTIVE"})
+        if i % 2
+        else (i % claws, "capabilities", {"capabilities": [f"c{i}"]})
+        for i in range(n)
+    ]
+    for k in range(proposals):
+        at, pid = first + k * every, f"p-{trace}-{k}"
+        plan[at] = (0, "proposal", {"proposalId": pid, "factKey": f"{trace}/{k}", "statement": f"fact {k}",
+                                    "tags": ["faults"], "proposer": "claw-0", "deadline": deadline,
+                                    "baseVersion": 0})  # fmt: skip
+        for voter in (1, 2, 3):
+            plan[at + 10 * voter] = (voter, "vote", {"proposalId": pid, "vote": "YES", "reason": "seen it"})
+    return plan

@@ -40,6 +40,7 @@ from projections.replay import rebuild
 from streams.kafka import read_topics
 from streams.records import OUT_HEADER, LogRecord
 from tests.conftest import wait_until
+from tests.integration.governance_support import mixed_stream
 
 pytestmark = pytest.mark.integration
 
@@ -88,26 +89,6 @@ def _running(stack: Stack) -> bool:
     with _db(stack) as conn:
         rows = conn.execute("SELECT processor FROM hivemem.processor_progress WHERE state = 'running'").fetchall()
     return set(PROCESSORS) <= {r[0] for r in rows}
-
-
-def _plan(trace: str) -> list[tuple[int, str, dict[str, Any]]]:
-    """(claw, type, payload) for each of the N envelopes: presence and capabilities, and every
-    ~900 records a proposal by claw 0 followed by YES votes of claws 1-3."""
-    deadline = int((time.time() + 600) * 1000)
-    plan: list[tuple[int, str, dict[str, Any]]] = [
-        (i % CLAWS, "presence", {"status": "ACTIVE"})
-        if i % 2
-        else (i % CLAWS, "capabilities", {"capabilities": [f"c{i}"]})
-        for i in range(N)
-    ]
-    for k in range(PROPOSALS):
-        at, pid = 500 + k * 900, f"p-{trace}-{k}"
-        proposal = {"proposalId": pid, "factKey": f"cluster/{trace}/{k}", "statement": f"fact {k}", "tags": ["cluster"],
-                    "proposer": "claw-0", "deadline": deadline, "baseVersion": 0}  # fmt: skip
-        plan[at] = (0, "proposal", proposal)
-        for voter in (1, 2, 3):
-            plan[at + 10 * voter] = (voter, "vote", {"proposalId": pid, "vote": "YES", "reason": "seen it"})
-    return plan
 
 
 def _count(stack: Stack, sql: str, *args: object) -> int:
@@ -202,7 +183,7 @@ def test_one_broker_of_three_sigkilled_mid_stream(cluster: Stack) -> None:
 
     def publish() -> None:
         start = time.monotonic()
-        for i, (claw, kind, payload) in enumerate(_plan(trace)):
+        for i, (claw, kind, payload) in enumerate(mixed_stream(trace, N, PROPOSALS, CLAWS, 500, 900)):
             if i == KILL_AT:
                 at_kill.set()
             if i == RESTART_AT:

@@ -67,8 +67,11 @@ def _of(*kinds: str) -> list[Doc]:
     return [d for _, d in OBJECTS if d["kind"] in kinds]
 
 
+WORKLOADS = ("Deployment", "StatefulSet")  # the gate is a StatefulSet: its pods are named instances
+
+
 def _pod_specs() -> list[tuple[str, Doc]]:
-    return [(f"{d['kind']}/{d['metadata']['name']}", d["spec"]["template"]["spec"]) for d in _of("Deployment", "Job")]
+    return [(f"{d['kind']}/{d['metadata']['name']}", d["spec"]["template"]["spec"]) for d in _of(*WORKLOADS, "Job")]
 
 
 def _pod_labels(workload: Doc) -> dict[str, str]:
@@ -196,7 +199,7 @@ def _services_in_code() -> set[str]:
 def test_every_service_is_deployed_once_with_a_command_the_code_knows() -> None:
     known = _services_in_code()
     assert {"gate", "governance", "caml", "kmms", "kmp", "projectors", "api"} <= known, "services.py changed shape"
-    deployed = [_service_of(d) for d in _of("Deployment")]
+    deployed = [_service_of(d) for d in _of(*WORKLOADS)]
     assert sorted(args[0] for args in deployed) == sorted(known)
     for args in deployed:
         # Only the projectors take names (a subset of read models), e.g. to split them over pods.
@@ -215,7 +218,7 @@ def test_env_names_are_ones_the_code_reads() -> None:
             assert not unknown, f"{where}/{c['name']}: no code reads {sorted(unknown)}"
             assert env.keys() >= REQUIRED_ENV, f"{where}/{c['name']}: missing {sorted(REQUIRED_ENV - env.keys())}"
             for var in c.get("env", []):
-                if "valueFrom" in var:
+                if "secretKeyRef" in var.get("valueFrom", {}):
                     assert var["valueFrom"]["secretKeyRef"]["name"] == SECRET
 
 
@@ -226,7 +229,7 @@ def test_secret_references_match_the_example_secret() -> None:
     for where, pod in _pod_specs():
         for c in _containers(pod):
             for var in c.get("env", []):
-                if "valueFrom" in var:
+                if "secretKeyRef" in var.get("valueFrom", {}):
                     assert var["valueFrom"]["secretKeyRef"]["key"] in keys, f"{where}: {var}"
         for vol in pod.get("volumes", []):
             if "secret" in vol:
@@ -282,7 +285,7 @@ def test_scripts_run_from_the_generated_config_map() -> None:
                 assert Path(c["command"][1]).name in generated["hivemem-scripts"], where
                 assert any(m["mountPath"] == SCRIPTS_DIR and m["name"] == scripts[0]["name"]
                            for m in c["volumeMounts"]), where  # fmt: skip
-    init = {c["name"] for d in _of("Deployment") for c in d["spec"]["template"]["spec"]["initContainers"]}
+    init = {c["name"] for d in _of(*WORKLOADS) for c in d["spec"]["template"]["spec"]["initContainers"]}
     assert init == {"wait-for-migrations"}, "every Deployment waits for the migrations"
     (job,) = _of("Job")
     assert job["spec"]["template"]["spec"]["containers"][0]["command"][1] == f"{SCRIPTS_DIR}/migrate.py"
@@ -314,7 +317,7 @@ def test_api_is_served_probed_and_budgeted() -> None:
 
 
 def test_every_deployment_has_its_own_disruption_budget() -> None:
-    deployments = _of("Deployment")
+    deployments = _of(*WORKLOADS)
     for pdb in _of("PodDisruptionBudget"):
         sel = pdb["spec"]["selector"]["matchLabels"].items()
         hits = [d["metadata"]["name"] for d in deployments if sel <= _pod_labels(d).items()]
@@ -364,3 +367,18 @@ def test_custom_resources() -> None:
     url = example["stringData"]["database-url"]
     assert f"@{pg['metadata']['name']}-rw." in url and url.endswith(f"/{initdb['database']}")
     assert url.startswith(f"postgresql://{initdb['owner']}:")
+
+
+def test_only_the_gate_splits_and_each_of_its_pods_is_an_instance() -> None:
+    """HIVEMEM_INSTANCE makes a parallel processor join its consumer group as that instance: only the gate
+    is parallel, so only its pods name themselves (their stable StatefulSet names)."""
+    from processors.gate_core import GateProcessor
+
+    assert getattr(GateProcessor, "parallel", False)
+    named = {}
+    for d in _of(*WORKLOADS):
+        (main,) = d["spec"]["template"]["spec"]["containers"]
+        refs = {v["name"]: v.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for v in main.get("env", [])}
+        if "HIVEMEM_INSTANCE" in refs:
+            named[d["metadata"]["name"]] = (d["kind"], refs["HIVEMEM_INSTANCE"])
+    assert named == {"hivemem-gate": ("StatefulSet", "metadata.name")}

@@ -1,0 +1,178 @@
+"""The gate split over two instances by Kafka's consumer group (streams.group), one of them SIGKILLed
+mid-stream.
+
+Two gate processes (``HIVEMEM_INSTANCE`` 0 and 1) share the gate's input partitions; the governance
+processor and the audit, claws and governance projectors run as usual, against this module's own broker
+and Postgres (a split gate cannot run beside the session's unsplit one). 6,000 signed envelopes go in,
+proposals and votes among them; gate 1 is SIGKILLed a third of the way through and stays dead while gate
+0 takes its partitions over (after the group's session timeout) and publishes what gate 1 had committed
+but not sent; then gate 1 comes back and takes a share again. Then: every acknowledged envelope has
+exactly one verdict, sent once, one audit row; both instances did part of the work; the governance
+outcome is complete; and each read model equals a clean replay of the log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from confluent_kafka import Producer
+
+from contracts.positions import LogPosition
+from deploy.kafka_local import free_port
+from hivemem.demo import claw_client
+from hivemem.services import projections
+from hivemem.settings import Settings, write_default_config
+from hivemem.stack import ServiceProcess, Stack
+from producers.claw_client import producer_config
+from projections.replay import rebuild
+from streams.kafka import read_topics
+from streams.records import OUT_HEADER, LogRecord
+from tests.conftest import wait_until
+from tests.integration.governance_support import mixed_stream
+
+pytestmark = pytest.mark.integration
+
+TENANT = "acme"
+N = 6_000
+RATE = 600  # envelopes/s: 10 s in all
+KILL_AT, RESTART_AT = N // 3, 2 * N // 3
+PROPOSALS = 6
+CLAWS = 5
+READ_MODELS = ("audit", "claws", "governance")
+CLAW_TYPES = ("presence", "capabilities", "proposal", "vote")
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    home = Path(tmp_path_factory.mktemp("hm-split"))
+    settings = dataclasses.replace(Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
+                                   config_path=home / "tenants.toml", api_port=free_port())  # fmt: skip
+    write_default_config(settings.config_path, {TENANT: True})
+    st = Stack(settings)
+    try:
+        st.start_backends(say=lambda *_: None)
+        env = st.child_env()
+        for i in (0, 1):
+            name = f"gate-{i}"
+            st.services[name] = ServiceProcess(name, ["gate"], {**env, "HIVEMEM_INSTANCE": str(i)}, home / "logs")
+            st.services[name].start()
+        st.services["governance"] = ServiceProcess("governance", ["governance"], env, home / "logs")
+        st.services["projectors"] = ServiceProcess("projectors", ["projectors", *READ_MODELS], env, home / "logs")
+        for name in ("governance", "projectors"):
+            st.services[name].start()
+        yield st
+    finally:
+        st.stop()
+
+
+def _db(stack: Stack) -> psycopg.Connection[tuple[Any, ...]]:
+    return psycopg.connect(stack.settings.require_database(), autocommit=True)
+
+
+def _count(stack: Stack, sql: str, *args: object) -> int:
+    with _db(stack) as conn:
+        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
+    return int(row[0]) if row else 0
+
+
+def _owners(records: list[LogRecord]) -> Counter[str]:
+    """Verdicts by the outbox owner that sent them (``gate@0``, ``gate@1``)."""
+    return Counter((r.header(OUT_HEADER) or b"?").decode().rsplit(":", 1)[0] for r in records)
+
+
+def test_two_gate_instances_split_the_partitions_and_survive_a_sigkill(split: Stack) -> None:
+    s = split.settings
+    bootstrap, names = s.require_kafka(), s.topics
+    inbound = [names.inbound(t) for t in CLAW_TYPES]
+    verdict_topics = [names.accepted(t) for t in CLAW_TYPES] + [names.rejected]
+    gate0, gate1 = split.services["gate-0"], split.services["gate-1"]
+
+    # Both instances hold a share of the partitions before anything is sent.
+    wait_until(lambda: all("assigned" in (ln := _last_assignment(split, i)) and _partitions(ln) > 0 for i in (0, 1)),
+               timeout=90, interval=0.5, what="both gates assigned partitions")  # fmt: skip
+    share0 = _partitions(_last_assignment(split, 0))
+
+    trace = f"split-{uuid.uuid4().hex[:8]}"
+    producer = Producer(producer_config(bootstrap))
+    claws = [claw_client(s, TENANT, f"claw-{i}", producer) for i in range(CLAWS)]
+    acked: list[LogPosition] = []
+    errors: list[str] = []
+
+    def on_done(pos: LogPosition | None, err: str | None) -> None:
+        (acked.append(pos) if pos is not None else errors.append(str(err)))  # type: ignore[func-returns-value]
+
+    at_kill, restarted = threading.Event(), threading.Event()
+
+    def publish() -> None:
+        start = time.monotonic()
+        for i, (claw, kind, payload) in enumerate(mixed_stream(trace, N, PROPOSALS, CLAWS, 300, 900)):
+            if i == KILL_AT:
+                at_kill.set()
+            if i == RESTART_AT:
+                while not restarted.wait(0.1):
+                    producer.poll(0)
+            c = claws[claw]
+            c.publish_envelope_async(c.build(kind, payload, trace_id=trace), on_done)
+            if i % 50 == 0:
+                time.sleep(max(0.0, start + i / RATE - time.monotonic()))
+        assert producer.flush(60) == 0
+
+    publisher = threading.Thread(target=publish)
+    publisher.start()
+    assert at_kill.wait(60)
+    gate1.kill()  # SIGKILL, mid-stream
+    # Gate 0 alone: the group gives it gate 1's partitions once gate 1's session times out (6 s).
+    wait_until(lambda: "assigned" in (ln := _last_assignment(split, 0)) and _partitions(ln) > share0
+               and _audited(split, inbound) >= KILL_AT + 500, timeout=60, interval=0.5,
+               what="gate 0 carrying on alone, with gate 1's partitions")  # fmt: skip
+    gate1.start()  # back: the group splits the partitions again
+    restarted.set()
+    publisher.join()
+    assert errors == [] and len(acked) == N and len(set(acked)) == N
+
+    wait_until(lambda: _audited(split, inbound) >= N, timeout=120, interval=1, what=f"{N} audit rows")
+    facts = "SELECT count(*) FROM governance.facts WHERE tenant = %s"
+    wait_until(lambda: _count(split, facts, TENANT) >= PROPOSALS, timeout=120, interval=1, what="the facts")
+    assert gate0.alive() and gate1.alive()
+
+    # Every acknowledged envelope: one verdict (an acceptance), sent once, by one of the two instances.
+    verdicts = read_topics(bootstrap, verdict_topics)  # this module's own log: all of them are this test's
+    assert Counter(r.source() for r in verdicts) == Counter(acked)
+    assert [r for r in verdicts if r.topic == names.rejected] == []
+    ids = Counter(r.header(OUT_HEADER) for r in verdicts)
+    assert None not in ids and max(ids.values()) == 1
+    by_owner = _owners(verdicts)
+    assert set(by_owner) == {"gate@0", "gate@1"} and min(by_owner.values()) > N // 10, by_owner
+    with _db(split) as conn:
+        row = conn.execute("SELECT count(*), count(DISTINCT event_id) FROM audit.events WHERE source_topic = ANY(%s)",
+                           (inbound,)).fetchone()  # fmt: skip
+        left = conn.execute("SELECT count(*) FROM hivemem.outbox WHERE processor LIKE 'gate%'").fetchone()
+    assert row == (N, N)
+    assert left == (0,)  # gate 1's unsent rows were published (adopted, or by itself on its return)
+
+    models = projections(s)
+    for name in READ_MODELS:
+        assert rebuild(models[name], bootstrap, s.require_database(), names).equal, name
+
+
+def _audited(stack: Stack, inbound: list[str]) -> int:
+    return _count(stack, "SELECT count(*) FROM audit.events WHERE source_topic = ANY(%s)", inbound)
+
+
+def _last_assignment(stack: Stack, i: int) -> str:
+    log = stack.settings.home / "logs" / f"gate-{i}.log"
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if f"gate@{i}: " in ln] if log.exists() else []
+    return lines[-1] if lines else ""
+
+
+def _partitions(line: str) -> int:
+    return line.count("(")
