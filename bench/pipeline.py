@@ -119,7 +119,7 @@ def spy(out: Path, pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([exe, "record", "--pid", str(pids[name]), "--rate", "100", "--format", "speedscope",
                               "--output", str(out / f"{name}.speedscope.json")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for name in ("gate", "projectors") if name in pids]  # fmt: skip
+            for name in ("gate", "gate-0", "gate-1", "projectors") if name in pids]  # fmt: skip
 
 
 def latency(settings: Settings, db: Db, rate: int, seconds: float, pids: dict[str, int] | None = None) -> Latency:
@@ -165,9 +165,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--all-services", action="store_true",
                     help="start every service, not only the measured path (the episodes then also feed KMMS: "
                          "chunking, the embedding model, consolidation, all on the same cores)")  # fmt: skip
+    ap.add_argument("--gates", type=int, default=1, help="gate instances splitting the partitions (streams/group.py)")
     args = ap.parse_args(argv)
     services = None if args.all_services else ["gate", "projectors"]
-    with running_stack(services=services) as stack, psycopg.connect(stack.settings.require_database(),
+    with running_stack(services=services, gates=args.gates) as stack, psycopg.connect(stack.settings.require_database(),
                                                                     autocommit=True) as db:  # fmt: skip
         settings = stack.settings
         pids = {**stack_pids(stack), "bench (producer)": os.getpid()}

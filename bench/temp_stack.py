@@ -10,14 +10,15 @@ from pathlib import Path
 
 from deploy.kafka_local import free_port
 from hivemem.settings import Settings, write_default_config
-from hivemem.stack import Stack
+from hivemem.stack import SERVICES, ServiceProcess, Stack
 
 
 @contextmanager
 def running_stack(tenants: dict[str, bool] | None = None, tiers: dict[str, str] | None = None,
-                  services: list[str] | None = None) -> Iterator[Stack]:  # fmt: skip
+                  services: list[str] | None = None, gates: int = 1) -> Iterator[Stack]:  # fmt: skip
     """``tenants`` (name -> governance enabled) and ``tiers`` (name -> CAML tier) for the tenants file; default:
-    the demo tenants on the pro tier. ``services``: which to start (default: all)."""
+    the demo tenants on the pro tier. ``services``: which to start (default: all). ``gates`` > 1: that many
+    gate instances splitting the partitions (HIVEMEM_INSTANCE 0, 1, ...) instead of one gate."""
     home = Path(tempfile.mkdtemp(prefix="hivemem-bench-"))
     if tenants is not None or tiers is not None:
         write_default_config(home / "tenants.toml", tenants, tiers)
@@ -26,7 +27,16 @@ def running_stack(tenants: dict[str, bool] | None = None, tiers: dict[str, str] 
     stack = Stack(settings)
     try:
         stack.start_backends(say=lambda *_: None)
-        stack.start_services(services)
+        if gates > 1:
+            names = [n for n in (services or list(SERVICES)) if n != "gate"]
+            env = stack.child_env()
+            for i in range(gates):
+                gate = ServiceProcess(f"gate-{i}", ["gate"], {**env, "HIVEMEM_INSTANCE": str(i)}, home / "logs")
+                gate.start()
+                stack.services[gate.name] = gate
+            stack.start_services(names)
+        else:
+            stack.start_services(services)
         yield stack
     finally:
         stack.stop()

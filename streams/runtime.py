@@ -116,8 +116,6 @@ class StreamRuntime:
                     if until is not None and all(self.next.get(tp, 0) >= end for tp, end in until.items()):
                         self._publish(stop)
                         return
-                    if self._adopt_due:
-                        self._adopt(stop)
                     self._step(stop)
                     backoff = 0.5
                 except OUTAGES as exc:
@@ -181,8 +179,10 @@ class StreamRuntime:
         for tp in tps:
             self.next.pop(tp, None)
         conn = self._conn
-        if conn is not None and not conn.broken:
-            group.release_partitions(conn, self.name, tps)
+        if conn is not None and not conn.closed:
+            # (A broken connection has lost them already: the locks die with the session.)
+            with contextlib.suppress(psycopg.Error):
+                group.release_partitions(conn, self.name, tps)
         log.warning("%s: revoked %s", self.owner, sorted(tps))
 
     def _adopt(self, stop: threading.Event) -> None:
@@ -208,7 +208,10 @@ class StreamRuntime:
         first = self._consumer.poll(POLL_S)
         more = self._consumer.consume(self.batch_size - 1, timeout=0) if first is not None else []
         records = self._records([first, *more] if first is not None else [])
-        if self.instance is not None:  # only partitions this instance holds (not ones revoked in this poll)
+        if self.instance is not None:
+            if self._adopt_due:  # before any new output: a gone instance's verdicts come first
+                self._adopt(stop)
+            # Only partitions this instance holds (not ones revoked during this poll).
             records = [r for r in records if (r.topic, r.partition) in self.next]
         fresh = [r for r in records if r.offset >= self.next.get((r.topic, r.partition), 0)]
         if not fresh and time.monotonic() - self._tick < TICK_S:
