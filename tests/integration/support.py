@@ -26,6 +26,13 @@ def owner_db(stack: Stack) -> psycopg.Connection[tuple[object, ...]]:
     return psycopg.connect(stack.settings.require_database(), autocommit=True)
 
 
+def count(stack: Stack, sql: str, *args: object) -> int:
+    """The first column of the first row of ``sql`` (a count), as the owner role."""
+    with owner_db(stack) as conn:
+        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
+    return int(str(row[0])) if row else 0
+
+
 def audit_codes(stack: Stack, trace: str, tenant: str = "acme") -> list[str]:
     with owner_db(stack) as conn:
         rows = conn.execute("SELECT coalesce(reason_code, outcome) FROM audit.events WHERE tenant = %s AND "

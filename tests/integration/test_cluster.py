@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
@@ -41,6 +40,7 @@ from streams.kafka import read_topics
 from streams.records import OUT_HEADER, LogRecord
 from tests.conftest import wait_until
 from tests.integration.governance_support import mixed_stream
+from tests.integration.support import count, owner_db
 
 pytestmark = pytest.mark.integration
 
@@ -81,20 +81,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         st.stop()
 
 
-def _db(stack: Stack) -> psycopg.Connection[tuple[Any, ...]]:
-    return psycopg.connect(stack.settings.require_database(), autocommit=True)
-
-
 def _running(stack: Stack) -> bool:
-    with _db(stack) as conn:
+    with owner_db(stack) as conn:
         rows = conn.execute("SELECT processor FROM hivemem.processor_progress WHERE state = 'running'").fetchall()
     return set(PROCESSORS) <= {r[0] for r in rows}
-
-
-def _count(stack: Stack, sql: str, *args: object) -> int:
-    with _db(stack) as conn:
-        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
-    return int(row[0]) if row else 0
 
 
 def _governance_report(stack: Stack) -> str:
@@ -102,8 +92,9 @@ def _governance_report(stack: Stack) -> str:
     (ballots, early votes, decision), the heartbeats, the refusals, the loops' progress and the services'
     warnings."""
     lines = []
-    with _db(stack) as conn:
-        for (state,) in conn.execute("SELECT state FROM govproc.proposals ORDER BY proposal_id"):
+    with owner_db(stack) as conn:
+        for (raw,) in conn.execute("SELECT state FROM govproc.proposals ORDER BY proposal_id"):
+            state: dict[str, Any] = raw  # type: ignore[assignment]  # jsonb
             lines.append(f"proposal {state['proposal_id']}: proposal={'yes' if state.get('proposal') else 'NO'} "
                          f"ballots={sorted(state.get('ballots', {}))} pending={len(state.get('pending', []))} "
                          f"decision={(state.get('decision') or {}).get('outcome')} "
@@ -214,11 +205,11 @@ def test_one_broker_of_three_sigkilled_mid_stream(cluster: Stack) -> None:
     assert len(acked) == N and len(set(acked)) == N
 
     # Nothing lost: every envelope gets its audit row; every proposal its decision and fact.
-    wait_until(lambda: _count(cluster, "SELECT count(*) FROM audit.events WHERE source_topic = ANY(%s)",
+    wait_until(lambda: count(cluster, "SELECT count(*) FROM audit.events WHERE source_topic = ANY(%s)",
                               inbound) >= N, timeout=150, interval=1, what=f"{N} audit rows")  # fmt: skip
     facts = "SELECT count(*) FROM governance.facts WHERE tenant = %s"
     try:
-        wait_until(lambda: _count(cluster, facts, TENANT) >= PROPOSALS, timeout=150, interval=1, what="the facts")
+        wait_until(lambda: count(cluster, facts, TENANT) >= PROPOSALS, timeout=150, interval=1, what="the facts")
     except AssertionError as e:
         raise AssertionError(f"{e}\n{_governance_report(cluster)}") from None
     # The killed node is back in every partition's ISR: it caught up by replication alone.
@@ -241,15 +232,15 @@ def test_one_broker_of_three_sigkilled_mid_stream(cluster: Stack) -> None:
     assert _sent_once(outputs)
     decided = Counter((r.topic, _proposal_of(r)) for r in outputs)
     assert len(decided) == 2 * PROPOSALS and max(decided.values()) == 1
-    assert _count(cluster, "SELECT count(*) FROM governance.decisions WHERE tenant = %s AND outcome = 'APPROVED'",
+    assert count(cluster, "SELECT count(*) FROM governance.decisions WHERE tenant = %s AND outcome = 'APPROVED'",
                   TENANT) == PROPOSALS  # fmt: skip
 
     # The audit table: one row per envelope, by position and by envelope id, all accepted.
-    with _db(cluster) as conn:
+    with owner_db(cluster) as conn:
         row = conn.execute("SELECT count(*), count(DISTINCT event_id), count(*) FILTER (WHERE outcome = 'ACCEPTED') "
                            "FROM audit.events WHERE source_topic = ANY(%s)", (inbound,)).fetchone()  # fmt: skip
     assert row == (N, N, N)
-    assert _count(cluster, "SELECT count(*) FROM audit.events WHERE source_topic = ANY(%s)", governed) == 2 * PROPOSALS
+    assert count(cluster, "SELECT count(*) FROM audit.events WHERE source_topic = ANY(%s)", governed) == 2 * PROPOSALS
 
     # Each read model is a pure function of the log: equal to a clean replay.
     models = projections(s)

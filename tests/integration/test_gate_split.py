@@ -20,9 +20,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import psycopg
 import pytest
 from confluent_kafka import Producer
 
@@ -38,6 +36,7 @@ from streams.kafka import read_topics
 from streams.records import OUT_HEADER, LogRecord
 from tests.conftest import wait_until
 from tests.integration.governance_support import mixed_stream
+from tests.integration.support import count, owner_db
 
 pytestmark = pytest.mark.integration
 
@@ -72,16 +71,6 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield st
     finally:
         st.stop()
-
-
-def _db(stack: Stack) -> psycopg.Connection[tuple[Any, ...]]:
-    return psycopg.connect(stack.settings.require_database(), autocommit=True)
-
-
-def _count(stack: Stack, sql: str, *args: object) -> int:
-    with _db(stack) as conn:
-        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
-    return int(row[0]) if row else 0
 
 
 def _owners(records: list[LogRecord]) -> Counter[str]:
@@ -146,7 +135,7 @@ def test_two_gate_instances_split_the_partitions_and_survive_a_sigkill(split: St
 
     wait_until(lambda: _audited(split, inbound) >= N, timeout=120, interval=1, what=f"{N} audit rows")
     facts = "SELECT count(*) FROM governance.facts WHERE tenant = %s"
-    wait_until(lambda: _count(split, facts, TENANT) >= PROPOSALS, timeout=120, interval=1, what="the facts")
+    wait_until(lambda: count(split, facts, TENANT) >= PROPOSALS, timeout=120, interval=1, what="the facts")
     assert gate0.alive() and gate1.alive()
 
     # Every acknowledged envelope: one verdict (an acceptance), sent once, by one of the two instances.
@@ -157,7 +146,7 @@ def test_two_gate_instances_split_the_partitions_and_survive_a_sigkill(split: St
     assert None not in ids and max(ids.values()) == 1
     by_owner = _owners(verdicts)
     assert set(by_owner) == {"gate@0", "gate@1"} and min(by_owner.values()) > N // 10, by_owner
-    with _db(split) as conn:
+    with owner_db(split) as conn:
         row = conn.execute("SELECT count(*), count(DISTINCT event_id) FROM audit.events WHERE source_topic = ANY(%s)",
                            (inbound,)).fetchone()  # fmt: skip
         left = conn.execute("SELECT count(*) FROM hivemem.outbox WHERE processor LIKE 'gate%'").fetchone()
@@ -175,11 +164,11 @@ def _report(stack: Stack, inbound: list[str]) -> str:
     from streams.kafka import high_watermarks
 
     lines = [f"audited {_audited(stack, inbound)}"]
-    with _db(stack) as conn:
+    with owner_db(stack) as conn:
         lines += [f"progress {r}" for r in conn.execute("SELECT processor, state, lag FROM hivemem.processor_progress")]
         lines += [f"outbox {r}" for r in conn.execute("SELECT processor, count(*) FROM hivemem.outbox GROUP BY 1")]
         offsets = "SELECT topic, partition, next_offset FROM hivemem.projection_offsets WHERE consumer = 'gate'"
-        stored = {(str(t), int(p)): int(o) for t, p, o in conn.execute(offsets)}
+        stored = {(str(t), int(str(p))): int(str(o)) for t, p, o in conn.execute(offsets)}
     ends = high_watermarks(stack.settings.require_kafka(), inbound)
     lines += [f"gate behind on {tp}: stored {stored.get(tp)} end {end}" for tp, end in sorted(ends.items())
               if stored.get(tp, 0) < end]  # fmt: skip
@@ -191,7 +180,7 @@ def _report(stack: Stack, inbound: list[str]) -> str:
 
 
 def _audited(stack: Stack, inbound: list[str]) -> int:
-    return _count(stack, "SELECT count(*) FROM audit.events WHERE source_topic = ANY(%s)", inbound)
+    return count(stack, "SELECT count(*) FROM audit.events WHERE source_topic = ANY(%s)", inbound)
 
 
 def _last_assignment(stack: Stack, i: int) -> str:
@@ -218,7 +207,7 @@ def test_a_gone_instances_unsent_rows_are_published_once_under_its_name(split: S
     bootstrap, topic = s.require_kafka(), f"adopt-probe-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: its futures die with the handle
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    with _db(split) as conn, conn.transaction():
+    with owner_db(split) as conn, conn.transaction():
         rows = outbox.add(conn, "gate@gone", [OutRecord(topic, 0, b"k", f"row {i}".encode()) for i in range(5)])
         outbox.set_marks(conn, "gate@gone", {(topic, 0): 0})
     # One of them reached Kafka before "gate@gone" died: the recovery scan must find it, not send it again.
@@ -232,7 +221,7 @@ def test_a_gone_instances_unsent_rows_are_published_once_under_its_name(split: S
     gate0.stop()
     gate0.start()  # joining again: a live instance adopts what the gone one left
     gone = "SELECT count(*) FROM hivemem.outbox WHERE processor = 'gate@gone'"
-    wait_until(lambda: _count(split, gone) == 0, timeout=60, interval=0.5, what="gate@gone's rows adopted")
+    wait_until(lambda: count(split, gone) == 0, timeout=60, interval=0.5, what="gate@gone's rows adopted")
     on_log = read_topics(bootstrap, [topic])
     assert sorted(r.value or b"" for r in on_log) == sorted(f"row {i}".encode() for i in range(5))
     ids = sorted(r.header(OUT_HEADER) or b"" for r in on_log)
