@@ -28,6 +28,8 @@ TABLE_AREAS: dict[str, tuple[str, ...]] = {
 }
 
 Key = tuple[str, str]  # (tenant, area)
+# Areas whose snapshot is costly pushed less often: the flow panel counts the tenant's audit rows.
+AREA_WINDOWS: dict[str, float] = {"flow": 1.0}
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class Coalescer:
     the last change of a burst is always pushed."""
 
     window: float = 0.1
+    windows: dict[str, float] = field(default_factory=lambda: dict(AREA_WINDOWS))  # per area, overriding it
     _last: dict[Key, float] = field(default_factory=dict)  # when the key was last taken
     _due: dict[Key, float] = field(default_factory=dict)  # pending keys and when they are due
 
@@ -71,7 +74,7 @@ class Coalescer:
         if key in self._due:
             return self._due[key]
         last = self._last.get(key)
-        due = now if last is None else max(now, last + self.window)
+        due = now if last is None else max(now, last + self.windows.get(key[1], self.window))
         self._due[key] = due
         return due
 

@@ -69,6 +69,16 @@ def test_coalescer_leading_edge_then_one_trailing_push_per_window() -> None:
     assert c.next_due() is None and c.mark(key, 10.16) == 10.16
 
 
+def test_the_flow_panel_is_pushed_at_most_once_a_second() -> None:
+    """Its snapshot counts the tenant's audit rows: a steady stream of envelopes recounts once a second."""
+    c = Coalescer(window=0.1)
+    flow, votes = ("acme", "flow"), ("acme", "proposals")
+    assert c.mark(flow, 5.0) == 5.0 and c.mark(votes, 5.0) == 5.0
+    assert sorted(c.take_due(5.0)) == [flow, votes]
+    assert c.mark(flow, 5.2) == pytest.approx(6.0) and c.mark(votes, 5.2) == pytest.approx(5.2)
+    assert c.take_due(5.5) == [votes] and c.take_due(6.0) == [flow]
+
+
 class QuietHub(Hub):
     """The hub with its LISTEN connection replaced: notifications are fed by the test."""
 
