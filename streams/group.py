@@ -60,6 +60,16 @@ def unlock(conn: Conn, key: str) -> None:
     conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))
 
 
+def wait_shared(conn: Conn, key: str, stop: threading.Event) -> bool:
+    """Hold ``key`` shared (beside the other instances; not beside an unsplit copy) or stop."""
+    while not stop.is_set():
+        row = conn.execute("SELECT pg_try_advisory_lock_shared(hashtext(%s))", (key,)).fetchone()
+        if row and row[0]:
+            return True
+        stop.wait(1.0)
+    return False
+
+
 def take_partitions(conn: Conn, name: str, tps: list[TP], stop: threading.Event) -> None:
     """The locks of newly assigned partitions; an Outage if a previous owner keeps one too long."""
     todo = list(tps)

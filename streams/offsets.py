@@ -42,12 +42,10 @@ def store_offsets(conn: Conn, processor: str, records: Iterable[LogRecord]) -> N
         )
 
 
-def wait_advisory_lock(conn: Conn, name: str, stop: threading.Event, shared: bool = False) -> bool:
-    """Hold the session lock ``name`` (one active instance; copies wait as standbys) or stop. ``shared``:
-    beside other shared holders, never beside an exclusive one (a split processor's instances)."""
-    try_lock = "pg_try_advisory_lock_shared" if shared else "pg_try_advisory_lock"
+def wait_advisory_lock(conn: Conn, name: str, stop: threading.Event) -> bool:
+    """Hold the session lock ``name`` (one active instance; copies wait as standbys) or stop."""
     while not stop.is_set():
-        row = conn.execute(f"SELECT {try_lock}(hashtext(%s))", (name,)).fetchone()
+        row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (name,)).fetchone()
         if row and row[0]:
             return True
         stop.wait(1.0)

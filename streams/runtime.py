@@ -132,7 +132,7 @@ class StreamRuntime:
         self._conn = conn
         if self.instance is not None:
             # Beside the other instances, never beside an unsplit copy; and one process per instance name.
-            if not wait_advisory_lock(conn, f"stream:{self.name}", stop, shared=True):
+            if not group.wait_shared(conn, f"stream:{self.name}", stop):
                 return False
             if not wait_advisory_lock(conn, f"outbox:{self.owner}", stop):
                 return False
