@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-import time
 import uuid
 
 import httpx
 import psycopg
 
 from hivemem.demo import claw_client
-from hivemem.stack import ServiceProcess, Stack
+from hivemem.stack import Stack
 from producers.claw_client import ClawClient
 from projections.auth import mint_token
 
@@ -27,20 +24,6 @@ def http(stack: Stack, tenant: str = "acme", claw: str | None = None) -> httpx.C
 
 def owner_db(stack: Stack) -> psycopg.Connection[tuple[object, ...]]:
     return psycopg.connect(stack.settings.require_database(), autocommit=True)
-
-
-def sigkill_later(svc: ServiceProcess, after_s: float) -> threading.Thread:
-    """A thread (not started) that waits ``after_s``, SIGKILLs the service and starts it again: started
-    from a test's publishing loop, the kill lands mid-stream."""
-
-    def kill_and_restart() -> None:
-        time.sleep(after_s)
-        assert svc.proc is not None
-        svc.proc.send_signal(signal.SIGKILL)
-        svc.proc.wait()
-        svc.start()
-
-    return threading.Thread(target=kill_and_restart)
 
 
 def count(stack: Stack, sql: str, *args: object) -> int:

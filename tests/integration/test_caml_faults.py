@@ -3,6 +3,8 @@ accepted observation embedded once, and the CAML read model equal to a clean rep
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 import uuid
 
@@ -13,9 +15,15 @@ from hivemem.stack import Stack
 from projections.replay import rebuild
 from tests.conftest import wait_until
 from tests.integration.caml_support import ANOMALY_PATTERN
-from tests.integration.support import client, count, owner_db, sigkill_later
+from tests.integration.support import client, owner_db
 
 pytestmark = pytest.mark.integration
+
+
+def _count(stack: Stack, sql: str, *args: object) -> int:
+    with owner_db(stack) as conn:
+        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
+    return int(str(row[0])) if row else 0
 
 
 def test_caml_service_sigkilled_mid_stream(stack: Stack) -> None:
@@ -23,7 +31,14 @@ def test_caml_service_sigkilled_mid_stream(stack: Stack) -> None:
     claws = [client(stack, f"kill-{tag}-{i}", tenant=tenant) for i in range(6)]
     svc = stack.services["caml"]
 
-    killer = sigkill_later(svc, 0.5)
+    def kill_and_restart() -> None:
+        time.sleep(0.5)
+        assert svc.proc is not None
+        svc.proc.send_signal(signal.SIGKILL)
+        svc.proc.wait()
+        svc.start()
+
+    killer = threading.Thread(target=kill_and_restart)
     leaks = 0
     for i in range(n):
         c = claws[i % len(claws)]
@@ -46,7 +61,7 @@ def test_caml_service_sigkilled_mid_stream(stack: Stack) -> None:
     assert ANOMALY_PATTERN  # the same pattern shape as the HTTP tests, written as JSON text here
 
     judged = "SELECT count(*) FROM caml.caml_audit_log WHERE tenant = %s AND trace_id = %s AND operation = 'OBSERVE'"
-    wait_until(lambda: count(stack, judged, tenant, f"kill-{tag}") >= n, timeout=240, interval=1, what="all judged")
+    wait_until(lambda: _count(stack, judged, tenant, f"kill-{tag}") >= n, timeout=240, interval=1, what="all judged")
     with owner_db(stack) as conn:
         rows = conn.execute("SELECT coalesce(reason_code, outcome), count(*) FROM caml.caml_audit_log "
                             "WHERE trace_id = %s GROUP BY 1", (f"kill-{tag}",)).fetchall()  # fmt: skip
@@ -55,18 +70,18 @@ def test_caml_service_sigkilled_mid_stream(stack: Stack) -> None:
     accepted = n - leaks
     embedded = ("SELECT count(*) FROM caml.caml_obs_embeddings e JOIN caml.caml_observations o USING (observation_id) "
                 "WHERE o.tenant = %s AND o.observation_id LIKE %s")  # fmt: skip
-    wait_until(lambda: count(stack, embedded, tenant, f"obs-{tag}-%") >= accepted, timeout=240, interval=1,
+    wait_until(lambda: _count(stack, embedded, tenant, f"obs-{tag}-%") >= accepted, timeout=240, interval=1,
                what="all embedded")  # fmt: skip
     time.sleep(1)
     # Exactly one verdict per envelope, one embedding per accepted observation.
-    assert count(stack, judged, tenant, f"kill-{tag}") == n
-    assert count(stack, "SELECT count(DISTINCT event_id) FROM caml.caml_audit_log WHERE trace_id = %s",
+    assert _count(stack, judged, tenant, f"kill-{tag}") == n
+    assert _count(stack, "SELECT count(DISTINCT event_id) FROM caml.caml_audit_log WHERE trace_id = %s",
                   f"kill-{tag}") == n  # fmt: skip
-    assert count(stack, embedded, tenant, f"obs-{tag}-%") == accepted
-    assert count(stack, "SELECT count(*) FROM caml.caml_observations WHERE observation_id LIKE %s",
+    assert _count(stack, embedded, tenant, f"obs-{tag}-%") == accepted
+    assert _count(stack, "SELECT count(*) FROM caml.caml_observations WHERE observation_id LIKE %s",
                   f"obs-{tag}-%") == accepted  # fmt: skip
     # Reputation histories have no gaps and no repeats: seq runs 1..max for every deployment.
-    assert count(stack, "SELECT count(*) FROM (SELECT claw_id FROM caml.caml_rep_events WHERE tenant = %s "
+    assert _count(stack, "SELECT count(*) FROM (SELECT claw_id FROM caml.caml_rep_events WHERE tenant = %s "
                   "GROUP BY claw_id HAVING count(*) <> max(seq) OR min(seq) <> 1) g", tenant) == 0  # fmt: skip
     caml_model = projections(stack.settings)["caml"]
     s = stack.settings

@@ -1,5 +1,7 @@
 """Crashes and outages end with the read model equal to a clean replay: nothing lost or doubled."""
 
+import signal
+import threading
 import time
 import uuid
 
@@ -13,7 +15,7 @@ from processors.governance_store import PostgresGovernanceStore
 from processors.key_store import PostgresKeyStore
 from projections.replay import rebuild
 from tests.conftest import wait_until
-from tests.integration.support import client, owner_db, sigkill_later
+from tests.integration.support import client, owner_db
 from tests.unit.test_caml_store_contract import check_caml_store_contract
 from tests.unit.test_claim_store_contract import check_claim_store_contract
 from tests.unit.test_governance_store_contract import check_governance_store_contract
@@ -55,7 +57,14 @@ def test_projector_sigkilled_mid_stream(stack: Stack) -> None:
     trace, n = f"kill-{uuid.uuid4().hex}", 1500
     proj = stack.services["projectors"]
 
-    t = sigkill_later(proj, 0.3)
+    def kill_and_restart() -> None:
+        time.sleep(0.3)
+        assert proj.proc is not None
+        proj.proc.send_signal(signal.SIGKILL)
+        proj.proc.wait()
+        proj.start()
+
+    t = threading.Thread(target=kill_and_restart)
     _publish_many(stack, trace, n, during=t.start)
     t.join()
     wait_until(lambda: _audited(stack, trace) == n, timeout=120, what=f"{n} audited")

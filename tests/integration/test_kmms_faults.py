@@ -4,6 +4,8 @@ KMMS read model equal to a clean replay of the log."""
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 import uuid
 
@@ -13,7 +15,7 @@ from hivemem.services import projections
 from hivemem.stack import Stack
 from projections.replay import rebuild
 from tests.conftest import wait_until
-from tests.integration.support import client, count, sigkill_later
+from tests.integration.support import client, owner_db
 
 pytestmark = pytest.mark.integration
 DAY = 86_400_000
@@ -25,12 +27,25 @@ TOPICS = [
 ]
 
 
+def _count(stack: Stack, sql: str, *args: object) -> int:
+    with owner_db(stack) as conn:
+        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
+    return int(str(row[0])) if row else 0
+
+
 def test_kmms_service_sigkilled_mid_stream(stack: Stack) -> None:
     tenant, n, tag = "mem-kill", 160, uuid.uuid4().hex[:6]
     claws = [client(stack, f"kill-{tag}-{i}", tenant=tenant) for i in range(4)]
     svc = stack.services["kmms"]
 
-    killer = sigkill_later(svc, 0.5)
+    def kill_and_restart() -> None:
+        time.sleep(0.5)
+        assert svc.proc is not None
+        svc.proc.send_signal(signal.SIGKILL)
+        svc.proc.wait()
+        svc.start()
+
+    killer = threading.Thread(target=kill_and_restart)
     t0 = 1_767_225_600_000  # 2026-01-01
     cities, editors = ["Lisbon", "Porto", "Braga"], ["Vim", "Helix", "Emacs"]
     for i in range(n):
@@ -53,22 +68,22 @@ def test_kmms_service_sigkilled_mid_stream(stack: Stack) -> None:
     killer.join()
 
     stored = "SELECT count(*) FROM kmms.kmms_episodes WHERE tenant = %s AND episode_id LIKE %s"
-    wait_until(lambda: count(stack, stored, tenant, f"ep-{tag}-%") >= n, timeout=240, interval=1, what="stored")
+    wait_until(lambda: _count(stack, stored, tenant, f"ep-{tag}-%") >= n, timeout=240, interval=1, what="stored")
     units = ("SELECT count(*) FROM kmms.kmms_units u JOIN kmms.kmms_vectors v ON v.tenant = u.tenant AND "
              "v.unit_id = u.unit_id WHERE u.tenant = %s AND u.episode_id LIKE %s")  # fmt: skip
-    wait_until(lambda: count(stack, units, tenant, f"ep-{tag}-%") >= n, timeout=240, interval=1, what="embedded")
+    wait_until(lambda: _count(stack, units, tenant, f"ep-{tag}-%") >= n, timeout=240, interval=1, what="embedded")
     enriched = ("SELECT count(*) FROM kmms.kmms_episodes WHERE tenant = %s AND episode_id LIKE %s "
                 "AND primary_topic IS NOT NULL")  # fmt: skip
-    wait_until(lambda: count(stack, enriched, tenant, f"ep-{tag}-%") >= n, timeout=240, interval=1, what="enriched")
+    wait_until(lambda: _count(stack, enriched, tenant, f"ep-{tag}-%") >= n, timeout=240, interval=1, what="enriched")
     time.sleep(2)
-    assert count(stack, stored, tenant, f"ep-{tag}-%") == n
-    assert count(stack, units, tenant, f"ep-{tag}-%") == n  # one round per episode, one vector each
+    assert _count(stack, stored, tenant, f"ep-{tag}-%") == n
+    assert _count(stack, units, tenant, f"ep-{tag}-%") == n  # one round per episode, one vector each
     # Exactly one verdict per envelope in the audit (the gate's ACCEPTED; no PROCESSING_ERROR).
-    assert count(stack, "SELECT count(*) FROM audit.events WHERE tenant = %s AND trace_id = %s AND outcome = "
+    assert _count(stack, "SELECT count(*) FROM audit.events WHERE tenant = %s AND trace_id = %s AND outcome = "
                   "'REJECTED'", tenant, f"kill-{tag}") == 0  # fmt: skip
     # Consolidation happened and its version chains have no gaps or repeats.
-    assert count(stack, "SELECT count(*) FROM kmms.kmms_nodes WHERE tenant = %s AND layer = 3", tenant) > 0
-    assert count(stack, "SELECT count(*) FROM (SELECT claw_id, scope, entity, topic, time_window FROM kmms.kmms_nodes "
+    assert _count(stack, "SELECT count(*) FROM kmms.kmms_nodes WHERE tenant = %s AND layer = 3", tenant) > 0
+    assert _count(stack, "SELECT count(*) FROM (SELECT claw_id, scope, entity, topic, time_window FROM kmms.kmms_nodes "
                   "WHERE tenant = %s AND layer = 3 GROUP BY 1, 2, 3, 4, 5 HAVING count(*) <> max(version) "
                   "OR count(*) FILTER (WHERE status = 'CURRENT') <> 1) g", tenant) == 0  # fmt: skip
     s = stack.settings

@@ -3,6 +3,8 @@ doubled, refs stay consistent, and the KMP read model equals a clean replay of t
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 import uuid
 
@@ -12,10 +14,16 @@ from hivemem.services import projections
 from hivemem.stack import Stack
 from projections.replay import rebuild
 from tests.conftest import wait_until
-from tests.integration.support import client, count, sigkill_later
+from tests.integration.support import client, owner_db
 
 pytestmark = pytest.mark.integration
 T0 = 1_767_225_600_000
+
+
+def _count(stack: Stack, sql: str, *args: object) -> int:
+    with owner_db(stack) as conn:
+        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
+    return int(str(row[0])) if row else 0
 
 
 def test_kmp_service_sigkilled_mid_stream(stack: Stack) -> None:
@@ -23,7 +31,14 @@ def test_kmp_service_sigkilled_mid_stream(stack: Stack) -> None:
     writers = [client(stack, f"kill-{tag}-{i}", tenant=tenant) for i in range(3)]
     svc = stack.services["kmp"]
 
-    killer = sigkill_later(svc, 0.3)
+    def kill_and_restart() -> None:
+        time.sleep(0.3)
+        assert svc.proc is not None
+        svc.proc.send_signal(signal.SIGKILL)
+        svc.proc.wait()
+        svc.start()
+
+    killer = threading.Thread(target=kill_and_restart)
     for i in range(n):
         about = f"case-{tag}-{i % 10}"
         prev = f"e{i - 10}" if i >= 10 else None  # each about is a chain: entry i follows entry i-10
@@ -51,16 +66,16 @@ def test_kmp_service_sigkilled_mid_stream(stack: Stack) -> None:
                "AND stage = 'kmp'")  # fmt: skip
 
     def verdicts() -> int:
-        return count(stack, ingested, tenant, f"case-{tag}-%") + count(stack, refused, tenant, f"kmpkill-{tag}")
+        return _count(stack, ingested, tenant, f"case-{tag}-%") + _count(stack, refused, tenant, f"kmpkill-{tag}")
 
     wait_until(lambda: verdicts() >= n, timeout=180, interval=1, what="a verdict per ingest")
     time.sleep(2)
     assert verdicts() == n  # exactly one each: none lost, none doubled
     holes = {i + 10 * k for i in bad for k in range(0, (n - i) // 10 + 1) if i + 10 * k < n}
-    assert count(stack, ingested, tenant, f"case-{tag}-%") == n - len(holes)
-    assert count(stack, "SELECT count(*) FROM kmp.kmp_entries WHERE tenant = %s AND about LIKE %s", tenant,
+    assert _count(stack, ingested, tenant, f"case-{tag}-%") == n - len(holes)
+    assert _count(stack, "SELECT count(*) FROM kmp.kmp_entries WHERE tenant = %s AND about LIKE %s", tenant,
                   f"case-{tag}-%") == n - len(holes)  # fmt: skip
-    assert count(stack, "SELECT count(*) FROM audit.events WHERE tenant = %s AND trace_id = %s AND reason_code = "
+    assert _count(stack, "SELECT count(*) FROM audit.events WHERE tenant = %s AND trace_id = %s AND reason_code = "
                   "'PROCESSING_ERROR'", tenant, f"kmpkill-{tag}") == 0  # fmt: skip
     s = stack.settings
     result = rebuild(projections(s)["kmp"], s.require_kafka(), s.require_database(), s.topics)

@@ -5,6 +5,8 @@ equals a clean replay of the log."""
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import time
 import uuid
 
@@ -14,9 +16,15 @@ from hivemem.services import projections
 from hivemem.stack import Stack
 from projections.replay import rebuild
 from tests.conftest import wait_until
-from tests.integration.support import client, count, sigkill_later
+from tests.integration.support import client, owner_db
 
 pytestmark = pytest.mark.integration
+
+
+def _count(stack: Stack, sql: str, *args: object) -> int:
+    with owner_db(stack) as conn:
+        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
+    return int(str(row[0])) if row else 0
 
 
 def test_kstar_service_sigkilled_mid_stream(stack: Stack) -> None:
@@ -30,11 +38,18 @@ def test_kstar_service_sigkilled_mid_stream(stack: Stack) -> None:
         return {"opId": f"o{i}", "memory": memory, "op": verb, "kind": kind, "recordId": rid,
                 "document": json.dumps(doc)}  # fmt: skip
 
+    def kill_and_restart() -> None:
+        time.sleep(0.3)
+        assert svc.proc is not None
+        svc.proc.send_signal(signal.SIGKILL)
+        svc.proc.wait()
+        svc.start()
+
     for w, c in zip(writers, claws, strict=True):
         w.publish_envelope(w.build("kstar", op(0, c, "skill", "sk", {"id": "sk", "name": "grading",
                                                                      "definition": {"procedure": "rubric"}}),
                                    trace_id=trace))  # fmt: skip
-    killer = sigkill_later(svc, 0.3)
+    killer = threading.Thread(target=kill_and_restart)
     outcomes = {c: 0 for c in claws}
     bad = 0
     for i in range(1, n):
@@ -60,15 +75,15 @@ def test_kstar_service_sigkilled_mid_stream(stack: Stack) -> None:
                "AND stage = 'kstar'")  # fmt: skip
 
     def verdicts() -> int:
-        return count(stack, judged, tenant, f"kill-{tag}-%") + count(stack, refused, tenant, trace)
+        return _count(stack, judged, tenant, f"kill-{tag}-%") + _count(stack, refused, tenant, trace)
 
     total = n - 1 + len(claws)
     wait_until(lambda: verdicts() >= total, timeout=180, interval=1, what="a verdict per operation")
     time.sleep(2)
     assert verdicts() == total  # exactly one each: none lost, none doubled
-    assert count(stack, refused, tenant, trace) == bad
+    assert _count(stack, refused, tenant, trace) == bad
     for c in claws:
-        assert count(stack, "SELECT (doc->'maturity'->>'usage_count')::int FROM kstar.records WHERE tenant = %s "
+        assert _count(stack, "SELECT (doc->'maturity'->>'usage_count')::int FROM kstar.records WHERE tenant = %s "
                       "AND memory = %s AND kind = 'skill'", tenant, c) == outcomes[c]  # fmt: skip
     s = stack.settings
     result = rebuild(projections(s)["kstar"], s.require_kafka(), s.require_database(), s.topics)
