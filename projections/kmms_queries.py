@@ -124,10 +124,12 @@ _PRONOUN = re.compile(r"\b(?:i|we|you|he|she|they|me|my|our)\b")
 
 def content_query(query: str, as_of: int) -> str:
     """The question without its date phrases ("in March", "last weekend", "now"): they say when to
-    look, not what, and only dilute its vector and its lexemes. Verb cues ("did I live") stay."""
+    look, not what, and only dilute its vector and its lexemes. Verb cues ("stayed", "did I live") stay:
+    "Who stayed with me last weekend?" must not be searched as "Who with me?"."""
     text = query
-    for c in parse_temporal(query, as_of).cues:
-        if not _PRONOUN.search(c):
+    intent = parse_temporal(query, as_of)
+    for c in intent.cues:
+        if c != intent.verb_cue and not _PRONOUN.search(c):
             text = re.sub(rf"\b{re.escape(c)}\b", " ", text, flags=re.IGNORECASE)
     return " ".join(text.split()) or query
 

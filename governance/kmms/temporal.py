@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Literal
 
@@ -53,6 +53,8 @@ class TemporalIntent:
     end_ms: int | None = None  # inclusive (last ms of the period); None: open
     cues: tuple[str, ...] = ()  # the phrases that decided it, for the response metadata
     anchor: str | None = None  # an event the range is relative to that we could not date ("I moved")
+    # the verb phrase among ``cues`` ("stayed", "did I live"): it says what, not only when, so a search keeps it
+    verb_cue: str | None = field(default=None, compare=False)
 
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -357,8 +359,8 @@ def parse_temporal(query: str, asked_at_ms: int, tz: tzinfo = UTC) -> TemporalIn
     if found is not None and not (found.phrase == "today" and verb != "event"):
         verb_cues = (verb_cue,) if verb_cue else ()
         if found.point or (verb == "state"):
-            return TemporalIntent("POINT_IN_TIME", start_ms, end_ms, (*date_cues, *verb_cues), anchor)
-        return TemporalIntent("WINDOW", start_ms, end_ms, (*date_cues, *verb_cues), anchor)
+            return TemporalIntent("POINT_IN_TIME", start_ms, end_ms, (*date_cues, *verb_cues), anchor, verb_cue)
+        return TemporalIntent("WINDOW", start_ms, end_ms, (*date_cues, *verb_cues), anchor, verb_cue)
     cur = [m[0] for m in _CURRENT.finditer(q)]
     if cur:
         return TemporalIntent("CURRENT", cues=tuple(cur))

@@ -218,3 +218,23 @@ def test_weekends_resolve_to_saturday_and_sunday() -> None:
     assert span("what did I buy last weekend?", wednesday) == ("WINDOW", "2026-04-11", "2026-04-12")
     assert span("what did I buy last weekend?", sunday) == ("WINDOW", "2026-04-11", "2026-04-12")
     assert span("who visited me this weekend?", wednesday) == ("WINDOW", "2026-04-18", "2026-04-19")
+
+
+@pytest.mark.parametrize(
+    ("question", "searched"),
+    [
+        # the date phrase goes; the verb cue says what happened and stays (it was dropped once: "Who with me?")
+        ("Who stayed with me last weekend?", "Who stayed with me ?"),
+        ("What did I buy last weekend?", "What did I buy ?"),
+        ("Where did I live in March?", "Where did I live ?"),
+        ("Which company did I work at in June?", "Which company did I work at ?"),
+        ("Where do I live now?", "Where do I live ?"),
+        ("How many concerts have I gone to lately?", "How many concerts have I gone to lately?"),
+    ],
+)
+def test_the_search_text_keeps_the_verb_and_drops_the_date(question: str, searched: str) -> None:
+    from projections.kmms_queries import content_query
+
+    intent = parse_temporal(question, ASKED_MS)
+    assert intent.verb_cue is None or intent.verb_cue in intent.cues
+    assert content_query(question, ASKED_MS) == searched
