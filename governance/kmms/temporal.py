@@ -63,7 +63,7 @@ _MONTH_NO = {m: i + 1 for i, m in enumerate(_MONTHS)} | {m[:3]: i + 1 for i, m i
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _NUMBERS = {w: i + 1 for i, w in enumerate(
     ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
-)} | {"a": 1, "an": 1}  # fmt: skip
+)} | {"a": 1, "an": 1, "a few": 3, "few": 3, "a couple of": 2, "couple of": 2}  # fmt: skip
 _SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}  # meteorological, north
 
 _MON_FULL = "(?:" + "|".join(_MONTHS) + ")"
@@ -71,7 +71,7 @@ _MON = r"(?:" + "|".join(_MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|
 _WD = "(?:" + "|".join(_WEEKDAYS) + ")"
 _YEAR = r"(?:19|20)\d{2}"
 _ORD = r"\d{1,2}(?:st|nd|rd|th)?"
-_NUM = r"(?:\d{1,3}|" + "|".join(_NUMBERS) + ")"
+_NUM = r"(?:\d{1,3}|" + "|".join(sorted(_NUMBERS, key=len, reverse=True)) + ")"  # "a few" before "a"
 _UNIT = r"(?:day|week|month|year)s?"
 _SEASON = (
     r"(?:(?:this|last|the) (?:summer|winter|spring|autumn|fall)|summer|winter|spring|autumn)"

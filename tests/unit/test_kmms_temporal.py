@@ -238,3 +238,16 @@ def test_the_search_text_keeps_the_verb_and_drops_the_date(question: str, search
     intent = parse_temporal(question, ASKED_MS)
     assert intent.verb_cue is None or intent.verb_cue in intent.cues
     assert content_query(question, ASKED_MS) == searched
+
+
+@pytest.mark.parametrize(
+    ("question", "span"),
+    [
+        ("Which cities have I visited in the last few months?", _span("2026-01-15T12:00", "2026-04-15T12:00:00.001")),
+        ("Where did I go in the past couple of weeks?", _span("2026-04-01T12:00", "2026-04-15T12:00:00.001")),
+        ("What did I buy a few weeks ago?", _span("2026-03-23", "2026-03-30")),
+    ],
+)
+def test_a_few_is_three_and_a_couple_is_two(question: str, span: tuple[int, int]) -> None:
+    intent = parse_temporal(question, ASKED_MS)
+    assert (intent.kind, intent.start_ms, intent.end_ms) == ("WINDOW", *span)
