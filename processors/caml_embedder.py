@@ -12,12 +12,12 @@ configured model's (seed 004's switch rule: never two models in one index).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zlib
 from collections.abc import Sequence
 
 from contracts.caml_records import CamlEmbedding, CamlEvent, decode_caml, encode_caml
+from contracts.consumers import embedder_name
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
 from inference.embedding_base import TRANSIENT, EmbeddingError
 from inference.embeddings import Embedder
@@ -35,10 +35,6 @@ def embed_or_outage(embedder: Embedder, texts: list[str]) -> list[list[float]]:
         if exc.code in TRANSIENT:
             raise Outage(f"{embedder.model_id}: {exc}") from exc
         raise
-
-
-def embedder_name(model_id: str) -> str:
-    return "caml-embedder-" + hashlib.sha256(model_id.encode()).hexdigest()[:8]
 
 
 def embedding_text(summary: str, pattern: str) -> str:

@@ -9,10 +9,10 @@ sentences, each sentence (``<unit id>~s<n>``: search ranks a unit by its best ve
 
 from __future__ import annotations
 
-import hashlib
 import zlib
 from collections.abc import Sequence
 
+from contracts.consumers import kmms_embedder_name
 from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms, encode_kmms
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
 from governance.kmms.phrasing import embedding_text, fact_sentence
@@ -22,10 +22,6 @@ from processors.caml_embedder import embed_or_outage
 from streams.offsets import Conn
 from streams.processor import Failure
 from streams.records import LogRecord, OutRecord
-
-
-def kmms_embedder_name(model_id: str) -> str:
-    return "kmms-embedder-" + hashlib.sha256(model_id.encode()).hexdigest()[:8]
 
 
 def node_text(ev: KmmsEvent) -> str | None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
-from processors.kmms_embedder import kmms_embedder_name
+from contracts.consumers import kmms_embedder_name
 from projections.kmms_search import Memory
 from projections.queries import tenant_tx
 
