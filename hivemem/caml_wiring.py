@@ -32,15 +32,21 @@ def warm_embedder() -> Embedder:
     return e
 
 
-def warm_previous_embedder() -> Embedder | None:
-    """During a KMMS model switch, the model switched away from, loaded; None when none is configured (or
-    it is the configured model itself)."""
+@cache
+def previous_embedder() -> Embedder | None:
+    """During a KMMS model switch, the model switched away from (not loaded yet); None when none is
+    configured, or when it is the configured model itself."""
     from inference.embeddings import previous_embedder_from_env
 
     e = previous_embedder_from_env()
-    if e is None or e.model_id == embedder().model_id:
-        return None
-    e.embed(["warm up"])
+    return None if e is None or e.model_id == embedder().model_id else e
+
+
+def warm_previous_embedder() -> Embedder | None:
+    """``previous_embedder``, its model loaded."""
+    e = previous_embedder()
+    if e is not None:
+        e.embed(["warm up"])
     return e
 
 

@@ -187,15 +187,13 @@ def kmms_embedders(settings: Settings) -> list[Processor]:
 
 
 def expected_processors() -> list[str]:
-    """What /readyz waits for: the fixed processors and the embedders of the configured model."""
-    from hivemem.caml_wiring import embedder
-    from inference.embeddings import previous_embedder_from_env
-    from processors.caml_embedder import embedder_name
-    from processors.kmms_embedder import kmms_embedder_name
+    """What /readyz waits for: the fixed processors and the embedders of the configured model (and, during
+    a KMMS model switch, of the previous one)."""
+    from contracts.consumers import embedder_name, kmms_embedder_name
+    from hivemem.caml_wiring import embedder, previous_embedder
 
-    model = embedder().model_id
-    previous = previous_embedder_from_env()
-    switching = [kmms_embedder_name(previous.model_id)] if previous and previous.model_id != model else []
+    model, previous = embedder().model_id, previous_embedder()
+    switching = [kmms_embedder_name(previous.model_id)] if previous is not None else []
     return [*PROCESSORS, embedder_name(model), kmms_embedder_name(model), *switching]
 
 
