@@ -12,12 +12,14 @@ n't, no longer, anymore, used to) or a hypothetical/future marker (if, might, ma
 should, will, 'd, 'll, going to, plan/want/hope to, considering, thinking about) in the 120 characters before
 the value; a hedge ("I think", "I believe", "I guess", "probably") there caps the confidence at 0.70.
 Confidence otherwise is the pattern's: 0.85 explicit present-tense statements and explicit changes, 0.80
-weaker cues (joined, "my apartment in", skills), 0.75 habits without a preference word, likes and opinions.
+weaker cues (joined, an accepted offer, a signed lease, "my apartment in", skills), 0.75 habits without a
+preference word, likes, opinions and indirect mentions ("my manager at Acme").
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -158,7 +160,8 @@ def phrase(text: str, max_words: int = 5, keep_article: bool = False) -> str | N
 
 
 def slug(text: str, max_len: int = 40) -> str:
-    words = [w for w in re.findall(r"[a-z0-9]+", text.lower().replace("+", "p").replace("#", "sharp"))
+    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()  # "café" -> "cafe", not "caf"
+    words = [w for w in re.findall(r"[a-z0-9]+", plain.lower().replace("+", "p").replace("#", "sharp"))
              if w not in _DETERMINERS]  # fmt: skip
     s = "_".join(words)[:max_len].strip("_")
     return s if s[:1].isalpha() else ("x_" + s if s else "")
@@ -312,6 +315,8 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("residence_be", r"{BE}{A} (?:living|based|settled) in {V}", "attribute", 0.85, _named("residence", False)),
     Pattern("residence_move", r"{S}{A} (?:have |has |['’]ve )?(?:just |recently |finally )?(?:moved|relocated)"
             r"(?: back)?(?: from [^,;]+?)? to {V}", "attribute", 0.85, _named("residence", False)),
+    Pattern("residence_lease", r"{S}{A} (?:have |has |['’]ve )?(?:just )?signed (?:a|the) lease (?:on|for) {AN}"
+            r"(?:new )?(?:flat|apartment|house|place|home) in {V}", "attribute", 0.80, _named("residence", False)),
     Pattern("residence_home", r"{P} (?:new )?(?:apartment|flat|house|home|place) (?:is )?in {V}", "attribute", 0.80,
             _named("residence", False)),
     Pattern("employer", r"(?:{S}{A} (?:work|works)|{BE}{A} working) (?:at|for) {V}", "attribute", 0.85,
@@ -321,6 +326,17 @@ PATTERNS: tuple[Pattern, ...] = (
             _named("employer")),
     Pattern("employer_be", r"{BE}{A} (?:employed (?:at|by)|{AN}" + JOB_HEAD + r" (?:at|for|with)) {V}", "attribute",
             0.80, _named("employer")),
+    Pattern("employer_new_job", r"{S}{A} (?:have |has |['’]ve )?(?:started|began|begun) (?:{P} |a |the )?(?:new )?"
+            r"(?:job|role|position) (?:at|with) {V}", "attribute", 0.85, _named("employer")),
+    Pattern("employer_offer", r"{S}{A} (?:have |has |['’]ve )?accepted (?:an |the |their |a )?(?:job )?offer "
+            r"(?:from|at) {V}", "attribute", 0.80, _named("employer")),
+    Pattern("employer_left_joined", r"{S}{A} (?:have |has |['’]ve )?(?:left|quit) (?P<old>[^,;]+?) (?:and|to) "
+            r"(?:joined|join|started at|start at|started working (?:at|for)|start working (?:at|for)) {V}",
+            "attribute", 0.85, _named("employer")),
+    Pattern("employer_been_at", r"{HAVE}{A} been (?:working )?(?:at|with) (?P<v>[^,;:!?]{1,80}?) for (?:a |an |the )?"
+            r"(?:few |couple of |several |many |\w+ )?(?:years?|months?)\b", "attribute", 0.80, _named("employer")),
+    Pattern("employer_colleague", r"{P} (?:manager|boss|team lead|team|colleagues?|co-?workers?|office) at {V}",
+            "attribute", 0.75, _named("employer")),
     Pattern("job_title", r"{BE}{A} {AN}(?P<v>" + JOB_HEAD + r")\b", "attribute", 0.85, _title),
     Pattern("job_promoted", r"{S}{A} (?:was|were|got|have been|has been|['’]ve been) promoted to {AN}{V}",
             "attribute", 0.85, _title),
@@ -334,8 +350,12 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("habit", r"{S}{A} (?:use|uses) {V}", "preference", 0.75, _habit),
     Pattern("switch", r"{S}{A} (?:have |has |['’]ve )?(?P<verb>switched|migrated|changed|moved) from "
             r"(?P<old>[^,;]+?) to {V}", "preference", 0.85, _preference),
-    Pattern("favourite", r"{P} (?:new |all-time )?(?:favourite|favorite|fav) (?P<k>[\w -]{1,30}?) (?:is|are) {V}",
+    Pattern("favourite", r"{P} (?:new |all-time )?(?:favourite|favorite|fav|go-to) (?P<k>[\w -]{1,30}?) (?:is|are) "
+            r"{V}", "preference", 0.85, _favourite),
+    Pattern("favourite_main", r"{P} (?:main|usual) (?P<k>sport|hobby|exercise|workout|activity) (?:is|are) {V}",
             "preference", 0.85, _favourite),
+    Pattern("car", r"{S}{A} (?:drive|drives) {AN}{V}", "attribute", 0.85, _named("car")),
+    Pattern("car_is", r"{P} (?:new |current )?car (?:is|is now) {AN}{V}", "attribute", 0.85, _named("car")),
     Pattern("favourite_inv", r"^(?P<v>[\w'’ -]{1,40}?) (?:is|are) {P} (?:new |all-time )?(?:favourite|favorite) "
             r"(?P<k>[\w -]{1,30})", "preference", 0.85, _favourite),
     Pattern("likes", r"{S}{A} (?P<verb>love|loves|like|likes|enjoy|enjoys|hate|hates|dislike|dislikes|adore|adores) "

@@ -72,6 +72,23 @@ def facts(sentence: str, entity: str = "user") -> list[tuple[str, str, str]]:
         ("I visited Tokyo in 2024.", [("event_visited_tokyo", "visited Tokyo (2024)", "event")]),
         ("I live in Porto with my partner Tom.",
          [("residence", "Porto", "attribute"), ("partner", "Tom", "relationship")]),
+        # job changes and other everyday phrasings of a fact
+        ("I started my new job at Northwind on Monday.", [("employer", "Northwind", "attribute")]),
+        ("I accepted the offer from Keel Energy, first day was yesterday.", [("employer", "Keel Energy", "attribute")]),
+        ("I left Lumen Bank and joined Halcyon Health this month.", [("employer", "Halcyon Health", "attribute")]),
+        ("I quit Acme and joined Globex.", [("employer", "Globex", "attribute")]),
+        ("I've been at Northwind for a few years now.", [("employer", "Northwind", "attribute")]),
+        ("My manager at Northwind asked me to lead a new project.", [("employer", "Northwind", "attribute")]),
+        ("I just signed the lease on a flat in Cape Town.", [("residence", "Cape Town", "attribute")]),
+        ("I drive a Toyota Corolla, it's old but reliable.", [("car", "Toyota Corolla", "attribute")]),
+        ("My new car is a Tesla Model 3.", [("car", "Tesla Model 3", "attribute")]),
+        ("My go-to café is Café Lume.", [("favourite_cafe", "Café Lume", "preference")]),
+        ("My main sport is rowing, I go three times a week.", [("favourite_sport", "rowing", "preference")]),
+        # ... and look-alikes that state no such fact
+        ("I drive to work every day.", []),
+        ("I've been at the beach for two days.", []),
+        ("My main concern is the budget.", []),
+        ("I never accepted the offer from Globex.", []),
     ],
 )  # fmt: skip
 def test_extraction(sentence: str, expected: list[tuple[str, str, str]]) -> None:
