@@ -91,6 +91,17 @@ def sentence_facts(entity: str, text: str, ref_ms: int) -> list[tuple[str, list[
     return out
 
 
+def replaced_key(hit: Hit, current: Mapping[str, str]) -> str:
+    """The key of the fact a change replaces: "I gave up rowing and switched to bouldering" updates whichever fact
+    holds "rowing" (``favourite_sport``), whatever key the new value alone would get; else the hit's own key."""
+    if hit.replaces:
+        old = norm(hit.replaces)
+        for key, value in sorted(current.items()):
+            if norm(value) == old or norm(value.split(" for ")[0]) == old:
+                return key
+    return hit.key
+
+
 def _ms_of(day: str) -> int:
     return int(datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp() * 1000)
 
@@ -183,16 +194,17 @@ class LocalConsolidator:
         for ref_ms, source_id, text in sorted(sources):
             for sentence, hits in sentence_facts(entity, text, ref_ms):
                 for h in hits:
-                    if (h.key, norm(h.value), source_id) in seen:
+                    key = replaced_key(h, current)
+                    if (key, norm(h.value), source_id) in seen:
                         continue
-                    seen.add((h.key, norm(h.value), source_id))
-                    prior = current.get(h.key)
+                    seen.add((key, norm(h.value), source_id))
+                    prior = current.get(key)
                     differs = prior is not None and norm(prior) != norm(h.value)
-                    out.append(ExtractedFact(key=h.key, value=h.value, fact_type=h.fact_type,
-                                             confidence=h.confidence, updates_existing=h.key if differs and h.change
+                    out.append(ExtractedFact(key=key, value=h.value, fact_type=h.fact_type,
+                                             confidence=h.confidence, updates_existing=key if differs and h.change
                                              else None, is_contradiction=differs,
                                              source_quote=sentence[:1000]))  # fmt: skip
-                    current[h.key] = h.value
+                    current[key] = h.value
         return out
 
     # --- contradictions ------------------------------------------------------------------------------------

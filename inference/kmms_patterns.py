@@ -102,6 +102,7 @@ class Hit:
     fact_type: FactType
     confidence: float
     change: bool  # the clause carries a change cue (moved, switched, now, new, ...)
+    replaces: str | None = None  # the value the clause says was left ("switched from Python", "gave up rowing")
 
 
 @dataclass(frozen=True)
@@ -313,24 +314,24 @@ class Pattern:
 PATTERNS: tuple[Pattern, ...] = (
     Pattern("residence", r"{S}{A} (?:live|lives|reside|resides) in {V}", "attribute", 0.85, _named("residence", False)),
     Pattern("residence_be", r"{BE}{A} (?:living|based|settled) in {V}", "attribute", 0.85, _named("residence", False)),
-    Pattern("residence_move", r"{S}{A} (?:have |has |['’]ve )?(?:just |recently |finally )?(?:moved|relocated)"
+    Pattern("residence_move", r"{S}{A}(?: have| has|['’]ve)? (?:just |recently |finally )?(?:moved|relocated)"
             r"(?: back)?(?: from [^,;]+?)? to {V}", "attribute", 0.85, _named("residence", False)),
-    Pattern("residence_lease", r"{S}{A} (?:have |has |['’]ve )?(?:just )?signed (?:a|the) lease (?:on|for) {AN}"
+    Pattern("residence_lease", r"{S}{A}(?: have| has|['’]ve)? (?:just )?signed (?:a|the) lease (?:on|for) {AN}"
             r"(?:new )?(?:flat|apartment|house|place|home) in {V}", "attribute", 0.80, _named("residence", False)),
     Pattern("residence_home", r"{P} (?:new )?(?:apartment|flat|house|home|place) (?:is )?in {V}", "attribute", 0.80,
             _named("residence", False)),
     Pattern("employer", r"(?:{S}{A} (?:work|works)|{BE}{A} working) (?:at|for) {V}", "attribute", 0.85,
             _named("employer")),
-    Pattern("employer_join", r"{S}{A} (?:have |has |['’]ve )?(?:joined|started at|started working (?:at|for)|"
+    Pattern("employer_join", r"{S}{A}(?: have| has|['’]ve)? (?:joined|started at|started working (?:at|for)|"
             r"got a (?:new )?job (?:at|with)|got hired (?:at|by)|was hired by|were hired by) {V}", "attribute", 0.80,
             _named("employer")),
     Pattern("employer_be", r"{BE}{A} (?:employed (?:at|by)|{AN}" + JOB_HEAD + r" (?:at|for|with)) {V}", "attribute",
             0.80, _named("employer")),
-    Pattern("employer_new_job", r"{S}{A} (?:have |has |['’]ve )?(?:started|began|begun) (?:{P} |a |the )?(?:new )?"
+    Pattern("employer_new_job", r"{S}{A}(?: have| has|['’]ve)? (?:started|began|begun) (?:{P} |a |the )?(?:new )?"
             r"(?:job|role|position) (?:at|with) {V}", "attribute", 0.85, _named("employer")),
-    Pattern("employer_offer", r"{S}{A} (?:have |has |['’]ve )?accepted (?:an |the |their |a )?(?:job )?offer "
+    Pattern("employer_offer", r"{S}{A}(?: have| has|['’]ve)? accepted (?:an |the |their |a )?(?:job )?offer "
             r"(?:from|at) {V}", "attribute", 0.80, _named("employer")),
-    Pattern("employer_left_joined", r"{S}{A} (?:have |has |['’]ve )?(?:left|quit) (?P<old>[^,;]+?) (?:and|to) "
+    Pattern("employer_left_joined", r"{S}{A}(?: have| has|['’]ve)? (?:left|quit) (?P<old>[^,;]+?) (?:and|to) "
             r"(?:joined|join|started at|start at|started working (?:at|for)|start working (?:at|for)) {V}",
             "attribute", 0.85, _named("employer")),
     Pattern("employer_been_at", r"{HAVE}{A} been (?:working )?(?:at|with) (?P<v>[^,;:!?]{1,80}?) for (?:a |an |the )?"
@@ -348,8 +349,11 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("habit_always", r"{S}{A} (?:always|mostly|usually|generally|mainly)(?: \w+ly)? (?:use|uses) {V}",
             "preference", 0.85, _preference),
     Pattern("habit", r"{S}{A} (?:use|uses) {V}", "preference", 0.75, _habit),
-    Pattern("switch", r"{S}{A} (?:have |has |['’]ve )?(?P<verb>switched|migrated|changed|moved) from "
+    Pattern("switch", r"{S}{A}(?: have| has|['’]ve)? (?P<verb>switched|migrated|changed|moved) from "
             r"(?P<old>[^,;]+?) to {V}", "preference", 0.85, _preference),
+    Pattern("switch_up", r"{S}{A}(?: have| has|['’]ve)? (?:given up|gave up|quit|stopped|dropped) (?P<old>[^,;]+?) "
+            r"(?:and|to) (?:have |['’]ve )?(?:switched to|moved on to|changed to|took up|taken up|started) {V}",
+            "preference", 0.85, _preference),
     Pattern("favourite", r"{P} (?:new |all-time )?(?:favourite|favorite|fav|go-to) (?P<k>[\w -]{1,30}?) (?:is|are) "
             r"{V}", "preference", 0.85, _favourite),
     Pattern("favourite_main", r"{P} (?:main|usual) (?P<k>sport|hobby|exercise|workout|activity) (?:is|are) {V}",
@@ -415,5 +419,7 @@ def facts_in(sentence: str, subject: Subject, ref_ms: int) -> list[Hit]:
                     if _NEGATION.search(value) or (key, value) in seen or not re.fullmatch(r"[a-z][a-z0-9_]*", key):
                         continue
                     seen.add((key, value))
-                    hits.append(Hit(key, value[:500], p.fact_type, conf, change))
+                    left = m.groupdict().get("old")
+                    hits.append(Hit(key, value[:500], p.fact_type, conf, change, _DATE_TAIL.sub("", left).strip()
+                                    if left else None))  # fmt: skip
     return hits

@@ -84,6 +84,8 @@ def facts(sentence: str, entity: str = "user") -> list[tuple[str, str, str]]:
         ("My new car is a Tesla Model 3.", [("car", "Tesla Model 3", "attribute")]),
         ("My go-to café is Café Lume.", [("favourite_cafe", "Café Lume", "preference")]),
         ("My main sport is rowing, I go three times a week.", [("favourite_sport", "rowing", "preference")]),
+        ("I've joined Google.", [("employer", "Google", "attribute")]),  # "I've" was once read as "I 've"
+        ("I've moved to Porto.", [("residence", "Porto", "attribute")]),
         # ... and look-alikes that state no such fact
         ("I drive to work every day.", []),
         ("I've been at the beach for two days.", []),
@@ -341,3 +343,21 @@ def test_a_fact_said_once_in_passing_is_an_owner_fact_at_once() -> None:
         assert facts == expected
         assert [x.node.layer for x in emitted if x.node and x.node.layer != 2] == ([1] if expected else [])
         assert facts == [] or all(x.node.source_ids == ("e1",) for x in emitted if x.node and x.node.layer == 2)
+
+
+@pytest.mark.parametrize(
+    ("said", "existing", "expected"),
+    [
+        ("I've given up rowing and switched to bouldering.", {"favourite_sport": "rowing"},
+         ("favourite_sport", "bouldering", "favourite_sport")),
+        ("I switched from Python to Rust.", {"favourite_language": "Python"},
+         ("favourite_language", "Rust", "favourite_language")),
+        ("I've given up rowing and switched to bouldering.", {}, ("preferred_bouldering", "bouldering", None)),
+    ],
+)  # fmt: skip
+def test_a_change_updates_the_fact_that_held_the_old_value(said: str, existing: dict[str, str],
+                                                           expected: tuple[str, str, str | None]) -> None:  # fmt: skip
+    out = LocalConsolidator().extract_facts(
+        "user", Summary("", ()), [ep("e1", "2026-03-02", "user: " + said)], existing
+    )
+    assert [(f.key, f.value, f.updates_existing) for f in out] == [expected]
