@@ -34,8 +34,6 @@ class ConsolidationError(RuntimeError):
 
 class Consolidator(Protocol):
     model_id: str  # recorded with every output, e.g. "local-v1" or "llm:smollm2"
-    # True: facts are read from each episode as it is tagged (L4 -> L2), not from L3 summaries; see the engine
-    facts_per_episode: bool
 
     def summarize(self, entity: str, topic: str, window: str, episodes: Sequence[EpisodeText],
                   previous: Summary | None) -> Summary: ...  # fmt: skip

@@ -103,7 +103,6 @@ class LlmConsolidator(StructuredChat):
     SYSTEM = SYSTEM
     LABEL = "kmms llm"
     ERROR = ConsolidationError
-    facts_per_episode = False  # seed §4.3: facts from each L3 summary, one call per summary, not per episode
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 30.0,
                  prompt_prefix: str | None = None, max_retries: int = 2, client: httpx.Client | None = None,

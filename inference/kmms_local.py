@@ -122,9 +122,6 @@ class LocalConsolidator:
     """Deterministic, model-free consolidation (see the module doc). Stateless and thread-safe."""
 
     model_id = MODEL_ID
-    # The patterns read the episodes' sentences, never the summary's words: waiting for an L3 summary (three
-    # episodes of one entity and topic) would only delay a fact, or leave it unread when the pair never fills.
-    facts_per_episode = True
 
     def __init__(self, max_chars: int = MAX_CHARS) -> None:
         self.max_chars = max_chars

@@ -8,10 +8,7 @@ Rules:
 - L4->L3: an (entity, topic) pair is consolidated when ``batch`` (default 3, seed §4.2) of its
   episodes are waiting. They are grouped by ISO week of their event time (X-18: default window
   = week); a window that already has a summary gets a merged new version that SUPERSEDES it.
-- L3->L2 (or L4->L2): each extracted fact is matched on (entity, key). A back-end whose facts come from the
-  episodes' own sentences (``facts_per_episode``: the local one) is asked for each episode as it is tagged,
-  about the owner and about the tagged entity, so a fact never waits for its pair's third episode; an LLM
-  back-end is asked once per L3 summary, as in seed §4.3. The same value reinforces the current
+- L3->L2: each extracted fact is matched on (entity, key). The same value reinforces the current
   node (strength +0.1, capped); a new key creates version 1; a different value is a contradiction,
   classified by the back-end (direct / temporal / contextual) and resolved by X-16: temporal ->
   supersede, contextual -> coexist, direct -> flag_for_review unless the fact says it updates the
@@ -37,7 +34,7 @@ from pydantic import BaseModel, Field
 from governance.kmms.abstraction import l1_action
 from governance.kmms.contradiction import resolve
 from governance.kmms.strength import reinforce
-from governance.kmms.values import USER_ENTITY, ContradictionClass, EpisodeText, ExtractedFact, Summary
+from governance.kmms.values import ContradictionClass, EpisodeText, ExtractedFact, Summary
 
 _NS = uuid.UUID("a3c9e4f2-1b6d-4e8a-9f70-5d2c8b1e4a63")
 DEFAULT_BATCH = 3
@@ -45,8 +42,6 @@ DEFAULT_BATCH = 3
 
 class Consolidator(Protocol):
     model_id: str
-    # True: facts are read from each episode as it is tagged (L4 -> L2), not from L3 summaries; see the engine
-    facts_per_episode: bool
 
     def summarize(self, entity: str, topic: str, window: str, episodes: Sequence[EpisodeText],
                   previous: Summary | None) -> Summary: ...  # fmt: skip
@@ -148,29 +143,22 @@ class ConsolidationEngine:
         st.texts[episode.episode_id] = episode
 
     def enriched(self, st: ScopeState, episode_id: str, entity: str, topic: str, source: str) -> list[Emitted]:
-        """An episode was tagged (entity, topic): with a per-episode back-end, its facts first (the owner's and
-        the entity's); then the pair is consolidated once ``batch`` are waiting."""
+        """An episode was tagged (entity, topic); consolidate the pair once ``batch`` are waiting."""
         if episode_id not in st.texts:
             return []  # not stored here (e.g. erased); nothing to consolidate
-        ids = _Ids(source)
-        out: list[Emitted] = []
-        changed: dict[str, bool] = {}  # entity -> one of its values was superseded
-        if self.backend.facts_per_episode:
-            episode, none = st.texts[episode_id], Summary(text="", source_episode_ids=())
-            for ent in dict.fromkeys((USER_ENTITY, entity)):  # "I moved to Porto" in a round tagged "Acme"
-                out += self._facts(st, ids, ent, topic, none, [episode], episode_id, changed)
         pair = f"{entity}|{topic}"
         waiting = st.pending.setdefault(pair, [])
         if episode_id not in waiting:
             waiting.append(episode_id)
         if len(waiting) < self.batch:
-            for ent in sorted(changed):
-                out += self._abstract(st, ids, ent, topic, changed[ent])
-            return out
+            return []
         episodes = sorted(
             (st.texts[e] for e in waiting if e in st.texts), key=lambda e: (e.occurred_at_ms, e.episode_id)
         )
         del st.pending[pair]
+        ids = _Ids(source)
+        out: list[Emitted] = []
+        changed: dict[str, bool] = {}  # entity -> one of its values was superseded
         by_window: dict[str, list[EpisodeText]] = {}
         for e in episodes:
             by_window.setdefault(week_of(e.occurred_at_ms), []).append(e)
@@ -198,20 +186,11 @@ class ConsolidationEngine:
         if prev is not None:
             out.append(Emitted("NODE_SUPERSEDED", node_id=prev.node_id, related_id=node.node_id, value=node.event_time))
         st.l3[key] = NodeRef(node_id=node.node_id, version=node.version, text=summary.text, sources=sources)
-        if not self.backend.facts_per_episode:
-            out += self._facts(st, ids, entity, topic, summary, episodes, node.node_id, changed)
-        return out
-
-    def _facts(self, st: ScopeState, ids: _Ids, entity: str, topic: str, summary: Summary,
-               episodes: list[EpisodeText], source_id: str, changed: dict[str, bool]) -> list[Emitted]:  # fmt: skip
-        """The back-end's facts about ``entity`` in ``summary``/``episodes``, each matched on (entity, key);
-        ``source_id`` (the L3 summary, or the episode itself) is the new node's source."""
         existing = {k.split("|", 1)[1]: v[-1].value for k, v in st.facts.items() if k.startswith(f"{entity}|") and v}
         facts = self.backend.extract_facts(entity, summary, episodes, existing)
         timed = sorted(((self._when(f, episodes), i, f) for i, f in enumerate(facts)), key=lambda x: (x[0], x[1]))
-        out: list[Emitted] = []
         for at, _, f in timed:
-            emitted = self._fact(st, ids, entity, topic, f, at, source_id)
+            emitted = self._fact(st, ids, entity, topic, f, at, node.node_id)
             if any(e.kind in ("NODE_CREATED", "NODE_SUPERSEDED") for e in emitted):
                 created = {e.node.node_id for e in emitted if e.node is not None}
                 # A current value replaced (not a late historical one recorded already superseded).
@@ -230,18 +209,18 @@ class ConsolidationEngine:
         return max(e.occurred_at_ms for e in episodes)
 
     def _fact(self, st: ScopeState, ids: _Ids, entity: str, topic: str, f: ExtractedFact, at: int,
-              source_id: str) -> list[Emitted]:  # fmt: skip
+              summary_id: str) -> list[Emitted]:  # fmt: skip
         k = f"{entity}|{f.key}"
         current = st.facts.get(k, [])
         same = [x for x in current if _norm(x.value) == _norm(f.value)]
         if same:
             ref = same[-1]
             ref.strength = reinforce(ref.strength)
-            return [Emitted("NODE_REINFORCED", node_id=ref.node_id, related_id=source_id, value=ref.strength)]
+            return [Emitted("NODE_REINFORCED", node_id=ref.node_id, related_id=summary_id, value=ref.strength)]
 
         def new(version: int, supersedes: str | None, context: str | None = None) -> NewNode:
             return NewNode(ids.next("l2"), 2, entity, topic, f.source_quote, version, supersedes, at, at, f.confidence,
-                           (source_id,), fact_key=f.key, fact_value=f.value, fact_type=f.fact_type,
+                           (summary_id,), fact_key=f.key, fact_value=f.value, fact_type=f.fact_type,
                            context=context)  # fmt: skip
 
         def ref_of(n: NewNode) -> FactRef:

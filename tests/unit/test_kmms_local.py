@@ -327,24 +327,6 @@ def test_factory_picks_local_without_url_and_llm_with_it() -> None:
     llm.close()
 
 
-class _PerSummary(LocalConsolidator):
-    facts_per_episode = False  # as the LLM back-end: facts from each L3 summary only
-
-
-def test_a_fact_said_once_in_passing_is_an_owner_fact_at_once() -> None:
-    """The local back-end reads each episode's facts as it is tagged, the owner's even when the round was tagged
-    with another entity; one asked per summary waits for the pair's third episode."""
-    said = ep("e1", "2026-03-02", "user: The tap is leaking again. I left Lumen Bank and joined Halcyon Health.")
-    for backend, expected in ((LocalConsolidator(), [("user", "employer", "Halcyon Health")]), (_PerSummary(), [])):
-        engine, st = ConsolidationEngine(backend, batch=3), ScopeState()
-        engine.stored(st, said)
-        emitted = engine.enriched(st, "e1", "Lumen Bank", "home repair", "0:1")
-        facts = [(x.node.entity, x.node.fact_key, x.node.fact_value) for x in emitted if x.node and x.node.layer == 2]
-        assert facts == expected
-        assert [x.node.layer for x in emitted if x.node and x.node.layer != 2] == ([1] if expected else [])
-        assert facts == [] or all(x.node.source_ids == ("e1",) for x in emitted if x.node and x.node.layer == 2)
-
-
 @pytest.mark.parametrize(
     ("said", "existing", "expected"),
     [
