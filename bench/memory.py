@@ -45,6 +45,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bench.memory_corpus import CATEGORIES, Corpus, Question, Session, from_longmemeval, generate, parse_iso
+from bench.memory_layers import consolidate_locally, l0_lookup_ms
 from bench.memory_metrics import ABSTAIN_BELOW, Gold, RankedHit, Retrieval, Scores, by_category, percentile, score
 from bench.pii import cpu_model
 from hivemem.settings import Settings
@@ -445,6 +446,7 @@ def main(argv: list[str]) -> int:
                 out.print(f"   add call -> searchable (10 ms polls) {dist(ing.probe_searchable_ms)}")
             else:
                 out.print(f"\n1-2. ingest skipped: questions against what {where} holds (tenant {tenant})")
+            n = 2
             for n, mode in enumerate(modes, start=3):
                 run = run_mode(corpus, mems, mode, args.k, progress)
                 if args.dump:
@@ -455,8 +457,18 @@ def main(argv: list[str]) -> int:
                 out.print(f"   search latency, client (HTTP)   {dist(run.client_ms)}")
                 out.print(f"   search latency, server-reported {dist(run.server_ms)}")
                 out.print(table(mode, groups, args.k))
+            config = settings.load_config()
+            lookups = l0_lookup_ms(settings.app_database_url(config), tenant, corpus)
+            out.print(f"\n{n + 1}. L0 lookup (the search's routing step: which question words the memory's index "
+                      f"holds), SQL on the application role  [load {load()}]")  # fmt: skip
+            out.print(f"   {dist(lookups, digits=2)}")
         finally:
             sdk_close(mems)
+    done = consolidate_locally(corpus)
+    out.print(f"\nConsolidation, local back-end in this process (no Kafka or Postgres), every session tagged with "
+              f"the owner and its topic  [load {load()}]")  # fmt: skip
+    out.print(f"   {done.episodes:,} episodes in {done.seconds:.2f} s = {done.rate:,.0f} episodes/s; emitted "
+              f"{dict(sorted(done.events.items()))}")  # fmt: skip
     out.print("\nR@k: evidence sessions among the top-k distinct sessions of the hits; any@k: at least one; NDCG@10 "
               "binary; KU cur>sup: a hit of the newer value ranks above the superseded one (knowledge-update "
               "questions scored); leaks: hits dated after the question date (questions with one); abstain: on "

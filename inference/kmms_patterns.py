@@ -13,7 +13,12 @@ should, will, 'd, 'll, going to, plan/want/hope to, considering, thinking about)
 the value; a hedge ("I think", "I believe", "I guess", "probably") there caps the confidence at 0.70.
 Confidence otherwise is the pattern's: 0.85 explicit present-tense statements and explicit changes, 0.80
 weaker cues (joined, an accepted offer, a signed lease, "my apartment in", skills), 0.75 habits without a
-preference word, likes, opinions and indirect mentions ("my manager at Acme").
+preference word, likes and opinions.
+
+A value gets a pattern only with patterns for the usual ways it changes: a fact read from "I drive a Mazda 3"
+whose change ("picked up my new car yesterday, a Tesla") is not read stays current and answers wrongly. Measured
+on ``hivemem bench memory``: patterns for the car, "go-to" and "main" favourites and "my manager at X" took the
+newer-value-first rate of knowledge updates from 64 % to 51 %; they were removed.
 """
 
 from __future__ import annotations
@@ -334,10 +339,6 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("employer_left_joined", r"{S}{A}(?: have| has|['’]ve)? (?:left|quit) (?P<old>[^,;]+?) (?:and|to) "
             r"(?:joined|join|started at|start at|started working (?:at|for)|start working (?:at|for)) {V}",
             "attribute", 0.85, _named("employer")),
-    Pattern("employer_been_at", r"{HAVE}{A} been (?:working )?(?:at|with) (?P<v>[^,;:!?]{1,80}?) for (?:a |an |the )?"
-            r"(?:few |couple of |several |many |\w+ )?(?:years?|months?)\b", "attribute", 0.80, _named("employer")),
-    Pattern("employer_colleague", r"{P} (?:manager|boss|team lead|team|colleagues?|co-?workers?|office) at {V}",
-            "attribute", 0.75, _named("employer")),
     Pattern("job_title", r"{BE}{A} {AN}(?P<v>" + JOB_HEAD + r")\b", "attribute", 0.85, _title),
     Pattern("job_promoted", r"{S}{A} (?:was|were|got|have been|has been|['’]ve been) promoted to {AN}{V}",
             "attribute", 0.85, _title),
@@ -354,12 +355,8 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("switch_up", r"{S}{A}(?: have| has|['’]ve)? (?:given up|gave up|quit|stopped|dropped) (?P<old>[^,;]+?) "
             r"(?:and|to) (?:have |['’]ve )?(?:switched to|moved on to|changed to|took up|taken up|started) {V}",
             "preference", 0.85, _preference),
-    Pattern("favourite", r"{P} (?:new |all-time )?(?:favourite|favorite|fav|go-to) (?P<k>[\w -]{1,30}?) (?:is|are) "
-            r"{V}", "preference", 0.85, _favourite),
-    Pattern("favourite_main", r"{P} (?:main|usual) (?P<k>sport|hobby|exercise|workout|activity) (?:is|are) {V}",
+    Pattern("favourite", r"{P} (?:new |all-time )?(?:favourite|favorite|fav) (?P<k>[\w -]{1,30}?) (?:is|are) {V}",
             "preference", 0.85, _favourite),
-    Pattern("car", r"{S}{A} (?:drive|drives) {AN}{V}", "attribute", 0.85, _named("car")),
-    Pattern("car_is", r"{P} (?:new |current )?car (?:is|is now) {AN}{V}", "attribute", 0.85, _named("car")),
     Pattern("favourite_inv", r"^(?P<v>[\w'’ -]{1,40}?) (?:is|are) {P} (?:new |all-time )?(?:favourite|favorite) "
             r"(?P<k>[\w -]{1,30})", "preference", 0.85, _favourite),
     Pattern("likes", r"{S}{A} (?P<verb>love|loves|like|likes|enjoy|enjoys|hate|hates|dislike|dislikes|adore|adores) "
