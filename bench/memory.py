@@ -81,6 +81,11 @@ def open_memories(settings: Settings, tenant: str, user_ids: Sequence[str]) -> d
     return out
 
 
+def l0_lookups(settings: Settings, tenant: str, corpus: Corpus) -> list[float]:
+    """The L0 routing step timed on the stack's database, as the application role (ms per question)."""
+    return l0_lookup_ms(settings.app_database_url(settings.load_config()), tenant, corpus)
+
+
 def sdk_add(mem: Any, s: Session, wait_ms: int) -> tuple[str, str]:
     """(episode id, outcome): STORED | PENDING | the refusal's code (DUPLICATE_EPISODE on a re-run, ...)."""
     eid = episode_id(s)
@@ -457,8 +462,7 @@ def main(argv: list[str]) -> int:
                 out.print(f"   search latency, client (HTTP)   {dist(run.client_ms)}")
                 out.print(f"   search latency, server-reported {dist(run.server_ms)}")
                 out.print(table(mode, groups, args.k))
-            config = settings.load_config()
-            lookups = l0_lookup_ms(settings.app_database_url(config), tenant, corpus)
+            lookups = l0_lookups(settings, tenant, corpus)
             out.print(f"\n{n + 1}. L0 lookup (the search's routing step: which question words the memory's index "
                       f"holds), SQL on the application role  [load {load()}]")  # fmt: skip
             out.print(f"   {dist(lookups, digits=2)}")
