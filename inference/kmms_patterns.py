@@ -305,12 +305,14 @@ _A = (r"(?:(?: (?:now|currently|still|just|recently|finally|actually|also|really
       r"generally|mainly|definitely|officially|absolutely|totally|honestly|both|all|even))*)")  # fmt: skip
 _V = r"(?P<v>[^,;:!?]{1,80})"
 _AN = r"(?:a |an |the )?"
+_PERF = r"(?: have| has|['’]ve)?"  # "I have joined", "I've joined", "I joined": one spelling for every pattern
 
 
 @dataclass(frozen=True)
 class Pattern:
     name: str
-    template: str  # {S} {BE} {HAVE} {P} subject placeholders, {A} adverbs, {V} the value, {AN} an article
+    template: str  # {S} {BE} {HAVE} {P} subject placeholders, {A} adverbs, {PERF} an optional have/'ve,
+    # {V} the value, {AN} an article
     fact_type: FactType
     confidence: float
     build: Builder
@@ -319,24 +321,24 @@ class Pattern:
 PATTERNS: tuple[Pattern, ...] = (
     Pattern("residence", r"{S}{A} (?:live|lives|reside|resides) in {V}", "attribute", 0.85, _named("residence", False)),
     Pattern("residence_be", r"{BE}{A} (?:living|based|settled) in {V}", "attribute", 0.85, _named("residence", False)),
-    Pattern("residence_move", r"{S}{A}(?: have| has|['’]ve)? (?:just |recently |finally )?(?:moved|relocated)"
+    Pattern("residence_move", r"{S}{A}{PERF} (?:just |recently |finally )?(?:moved|relocated)"
             r"(?: back)?(?: from [^,;]+?)? to {V}", "attribute", 0.85, _named("residence", False)),
-    Pattern("residence_lease", r"{S}{A}(?: have| has|['’]ve)? (?:just )?signed (?:a|the) lease (?:on|for) {AN}"
+    Pattern("residence_lease", r"{S}{A}{PERF} (?:just )?signed (?:a|the) lease (?:on|for) {AN}"
             r"(?:new )?(?:flat|apartment|house|place|home) in {V}", "attribute", 0.80, _named("residence", False)),
     Pattern("residence_home", r"{P} (?:new )?(?:apartment|flat|house|home|place) (?:is )?in {V}", "attribute", 0.80,
             _named("residence", False)),
     Pattern("employer", r"(?:{S}{A} (?:work|works)|{BE}{A} working) (?:at|for) {V}", "attribute", 0.85,
             _named("employer")),
-    Pattern("employer_join", r"{S}{A}(?: have| has|['’]ve)? (?:joined|started at|started working (?:at|for)|"
+    Pattern("employer_join", r"{S}{A}{PERF} (?:joined|started at|started working (?:at|for)|"
             r"got a (?:new )?job (?:at|with)|got hired (?:at|by)|was hired by|were hired by) {V}", "attribute", 0.80,
             _named("employer")),
     Pattern("employer_be", r"{BE}{A} (?:employed (?:at|by)|{AN}" + JOB_HEAD + r" (?:at|for|with)) {V}", "attribute",
             0.80, _named("employer")),
-    Pattern("employer_new_job", r"{S}{A}(?: have| has|['’]ve)? (?:started|began|begun) (?:{P} |a |the )?(?:new )?"
+    Pattern("employer_new_job", r"{S}{A}{PERF} (?:started|began|begun) (?:{P} |a |the )?(?:new )?"
             r"(?:job|role|position) (?:at|with) {V}", "attribute", 0.85, _named("employer")),
-    Pattern("employer_offer", r"{S}{A}(?: have| has|['’]ve)? accepted (?:an |the |their |a )?(?:job )?offer "
+    Pattern("employer_offer", r"{S}{A}{PERF} accepted (?:an |the |their |a )?(?:job )?offer "
             r"(?:from|at) {V}", "attribute", 0.80, _named("employer")),
-    Pattern("employer_left_joined", r"{S}{A}(?: have| has|['’]ve)? (?:left|quit) (?P<old>[^,;]+?) (?:and|to) "
+    Pattern("employer_left_joined", r"{S}{A}{PERF} (?:left|quit) (?P<old>[^,;]+?) (?:and|to) "
             r"(?:joined|join|started at|start at|started working (?:at|for)|start working (?:at|for)) {V}",
             "attribute", 0.85, _named("employer")),
     Pattern("job_title", r"{BE}{A} {AN}(?P<v>" + JOB_HEAD + r")\b", "attribute", 0.85, _title),
@@ -350,9 +352,9 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("habit_always", r"{S}{A} (?:always|mostly|usually|generally|mainly)(?: \w+ly)? (?:use|uses) {V}",
             "preference", 0.85, _preference),
     Pattern("habit", r"{S}{A} (?:use|uses) {V}", "preference", 0.75, _habit),
-    Pattern("switch", r"{S}{A}(?: have| has|['’]ve)? (?P<verb>switched|migrated|changed|moved) from "
+    Pattern("switch", r"{S}{A}{PERF} (?P<verb>switched|migrated|changed|moved) from "
             r"(?P<old>[^,;]+?) to {V}", "preference", 0.85, _preference),
-    Pattern("switch_up", r"{S}{A}(?: have| has|['’]ve)? (?:given up|gave up|quit|stopped|dropped) (?P<old>[^,;]+?) "
+    Pattern("switch_up", r"{S}{A}{PERF} (?:given up|gave up|quit|stopped|dropped) (?P<old>[^,;]+?) "
             r"(?:and|to) (?:have |['’]ve )?(?:switched to|moved on to|changed to|took up|taken up|started) {V}",
             "preference", 0.85, _preference),
     Pattern("favourite", r"{P} (?:new |all-time )?(?:favourite|favorite|fav) (?P<k>[\w -]{1,30}?) (?:is|are) {V}",
@@ -389,7 +391,8 @@ def compiled(subject: Subject) -> tuple[tuple[re.Pattern[str], Pattern], ...]:
     out = []
     for p in PATTERNS:
         src = (p.template.replace("{S}", subject.s).replace("{BE}", subject.be).replace("{HAVE}", subject.have)
-               .replace("{P}", subject.poss).replace("{A}", _A).replace("{V}", _V).replace("{AN}", _AN))  # fmt: skip
+               .replace("{P}", subject.poss).replace("{A}", _A).replace("{PERF}", _PERF).replace("{V}", _V)
+               .replace("{AN}", _AN))  # fmt: skip
         flags = 0 if p.name == "relation_inv" else re.IGNORECASE
         out.append((re.compile(src, flags), p))
     return tuple(out)
