@@ -29,10 +29,19 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from governance.kmms.confidence import NodeSignals, score
+from governance.kmms.recency import newest_first_within_topics
 from governance.kmms.strength import is_forgotten, strength_at
 from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
-from projections.kmms_search import Memory, Mode, NodeRow, UnitHit, node_candidates, unit_candidates
+from projections.kmms_search import (
+    Memory,
+    Mode,
+    NodeRow,
+    UnitHit,
+    node_candidates,
+    unit_candidates,
+    unit_similarities,
+)
 from projections.queries import tenant_tx
 
 FAR_FUTURE = 2**62
@@ -174,6 +183,8 @@ def node_filter(intent: TemporalIntent, as_of: int) -> tuple[str, dict[str, Any]
 
 
 RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0.05"))  # docs/kmms.md, "Retrieval"
+# Two hits whose vectors are this similar tell of the same thing (> 1: off); docs/kmms.md, "Retrieval".
+SAME_TOPIC = float(os.environ.get("HIVEMEM_KMMS_SAME_TOPIC", "0.45"))
 
 
 @dataclass(frozen=True)
@@ -201,7 +212,8 @@ def _hit_from_node(n: NodeRow, now: int, current_query: bool) -> MemoryHit:
                      superseded_by=n.superseded_by, source_ids=list(n.source_ids), logged_at=n.logged_at)  # fmt: skip
 
 
-def _hits_from_units(units: list[UnitHit], k: int, now: int, recency: float = 0.0) -> list[MemoryHit]:
+def _best_units(units: list[UnitHit], recency: float = 0.0) -> list[UnitHit]:
+    """Each episode's best unit, ranked (the episode's place is its best unit's)."""
     best: dict[str, UnitHit] = {}
     for u in units:  # already in fused order: the first unit of an episode is its best
         best.setdefault(u.episode_id, u)
@@ -212,15 +224,29 @@ def _hits_from_units(units: list[UnitHit], k: int, now: int, recency: float = 0.
         lo, hi = min(u.occurred_at for u in ranked), max(u.occurred_at for u in ranked)
         span = max(hi - lo, 1)
         ranked.sort(key=lambda u: -u.fused * (1 + recency * (u.occurred_at - lo) / span))
-    out = []
-    for u in ranked[:k]:
-        c = score(NodeSignals(4, u.similarity, 1, None, 1.0, False), now, False)
-        out.append(MemoryHit(layer=4, node_id=u.episode_id, score=round(u.fused, 6), similarity=round(u.similarity, 4),
-                             confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
-                             modifiers=[(name, d) for name, d in c.modifiers], text=u.text, episode_id=u.episode_id,
-                             session_id=u.session_id, thread_id=u.thread_id or None, occurred_at=u.occurred_at,
-                             valid_from=u.occurred_at, logged_at=u.logged_at))  # fmt: skip
-    return out
+    return ranked
+
+
+async def _newest_first(conn: Any, m: Memory, model: str, ranked: list[UnitHit]) -> list[UnitHit]:
+    """``governance.kmms.recency``: hits about the same thing take their slots newest first."""
+    if len(ranked) < 2 or SAME_TOPIC > 1:
+        return ranked
+    pairs = await unit_similarities(conn, m, model, [u.unit_id for u in ranked])
+
+    def similar(i: int, j: int) -> float | None:
+        a, b = sorted((ranked[i].unit_id, ranked[j].unit_id))
+        return pairs.get((a, b))
+
+    return [ranked[i] for i in newest_first_within_topics([u.occurred_at for u in ranked], similar, SAME_TOPIC)]
+
+
+def _hit_from_unit(u: UnitHit, now: int) -> MemoryHit:
+    c = score(NodeSignals(4, u.similarity, 1, None, 1.0, False), now, False)
+    return MemoryHit(layer=4, node_id=u.episode_id, score=round(u.fused, 6), similarity=round(u.similarity, 4),
+                     confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
+                     modifiers=[(name, d) for name, d in c.modifiers], text=u.text, episode_id=u.episode_id,
+                     session_id=u.session_id, thread_id=u.thread_id or None, occurred_at=u.occurred_at,
+                     valid_from=u.occurred_at, logged_at=u.logged_at)  # fmt: skip
 
 
 async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> SearchResult:
@@ -254,11 +280,14 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
             keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))
             chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)
             nodes = [*chains, *(n for n in nodes if n.layer != 2)]
+        ranked = _best_units(units, RECENCY if current_query else 0.0)[: sp.k]
+        if intent.kind == "CURRENT":
+            ranked = await _newest_first(conn, m, sp.model, ranked)
     eval_at = as_of
     node_hits = [_hit_from_node(n, eval_at, current_query) for n in nodes
                  if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
                  or intent.kind == "EVOLUTION"]  # fmt: skip
-    l4 = _hits_from_units(units, sp.k, eval_at, RECENCY if current_query else 0.0)
+    l4 = [_hit_from_unit(u, eval_at) for u in ranked]
     floor, floor_reason = min_depth(sp.query)
     drill: list[LayerStep] = []
     provenance: list[str] = []

@@ -201,3 +201,14 @@ async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     rows = {str(r[0]): r for r in await cur.fetchall()}
     score = dict(fused)
     return [node_of(r[:-1], score[i], float(str(r[-1]))) for i in p["ids"] if (r := rows.get(i)) is not None]
+
+
+async def unit_similarities(conn: Conn, m: Memory, model: str, unit_ids: list[str]) -> dict[tuple[str, str], float]:
+    """Cosine similarity of each pair of the units' own vectors (not their sentences'), keyed (a, b) with a < b."""
+    cur = await conn.execute(
+        "SELECT a.unit_id, b.unit_id, 1 - (a.embedding <=> b.embedding) FROM kmms.kmms_vectors a "
+        "JOIN kmms.kmms_vectors b ON b.tenant = a.tenant AND b.model = a.model AND b.unit_id > a.unit_id "
+        "WHERE a.tenant = %(t)s AND a.model = %(model)s AND a.unit_id = ANY(%(ids)s) AND b.unit_id = ANY(%(ids)s)",
+        {"t": m.tenant, "model": model, "ids": unit_ids},
+    )
+    return {(str(a), str(b)): float(str(s)) for a, b, s in await cur.fetchall()}
