@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -29,19 +28,11 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from governance.kmms.confidence import NodeSignals, score
-from governance.kmms.recency import newest_first_within_topics
 from governance.kmms.strength import is_forgotten, strength_at
 from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
-from projections.kmms_search import (
-    Memory,
-    Mode,
-    NodeRow,
-    UnitHit,
-    node_candidates,
-    unit_candidates,
-    unit_similarities,
-)
+from projections.kmms_rerank import RECENCY, best_units, newest_first
+from projections.kmms_search import Memory, Mode, NodeRow, UnitHit, node_candidates, unit_candidates
 from projections.queries import tenant_tx
 
 FAR_FUTURE = 2**62
@@ -182,11 +173,6 @@ def node_filter(intent: TemporalIntent, as_of: int) -> tuple[str, dict[str, Any]
     return f"{known} AND {valid_at}", p
 
 
-RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0.05"))  # docs/kmms.md, "Retrieval"
-# Two hits whose vectors are this similar tell of the same thing (> 1: off); docs/kmms.md, "Retrieval".
-SAME_TOPIC = float(os.environ.get("HIVEMEM_KMMS_SAME_TOPIC", "0.45"))
-
-
 @dataclass(frozen=True)
 class SearchParams:
     query: str
@@ -210,34 +196,6 @@ def _hit_from_node(n: NodeRow, now: int, current_query: bool) -> MemoryHit:
                      valid_until=n.valid_until, status=n.status, entity=n.entity, topic=n.topic,
                      fact_key=n.fact_key, fact_value=n.fact_value, version=n.version, supersedes=n.supersedes,
                      superseded_by=n.superseded_by, source_ids=list(n.source_ids), logged_at=n.logged_at)  # fmt: skip
-
-
-def _best_units(units: list[UnitHit], recency: float = 0.0) -> list[UnitHit]:
-    """Each episode's best unit, ranked (the episode's place is its best unit's)."""
-    best: dict[str, UnitHit] = {}
-    for u in units:  # already in fused order: the first unit of an episode is its best
-        best.setdefault(u.episode_id, u)
-    ranked = list(best.values())
-    if recency > 0 and len(ranked) > 1:
-        # A question about the present: of two episodes about as relevant, the later one tells the current
-        # state ("I don't go to The Daily Grind any more"); the newest candidate gains ``recency`` of its score.
-        lo, hi = min(u.occurred_at for u in ranked), max(u.occurred_at for u in ranked)
-        span = max(hi - lo, 1)
-        ranked.sort(key=lambda u: -u.fused * (1 + recency * (u.occurred_at - lo) / span))
-    return ranked
-
-
-async def _newest_first(conn: Any, m: Memory, model: str, ranked: list[UnitHit]) -> list[UnitHit]:
-    """``governance.kmms.recency``: hits about the same thing take their slots newest first."""
-    if len(ranked) < 2 or SAME_TOPIC > 1:
-        return ranked
-    pairs = await unit_similarities(conn, m, model, [u.unit_id for u in ranked])
-
-    def similar(i: int, j: int) -> float | None:
-        a, b = sorted((ranked[i].unit_id, ranked[j].unit_id))
-        return pairs.get((a, b))
-
-    return [ranked[i] for i in newest_first_within_topics([u.occurred_at for u in ranked], similar, SAME_TOPIC)]
 
 
 def _hit_from_unit(u: UnitHit, now: int) -> MemoryHit:
@@ -280,9 +238,9 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
             keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))
             chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)
             nodes = [*chains, *(n for n in nodes if n.layer != 2)]
-        ranked = _best_units(units, RECENCY if current_query else 0.0)[: sp.k]
+        ranked = best_units(units, RECENCY if current_query else 0.0)[: sp.k]
         if intent.kind == "CURRENT":
-            ranked = await _newest_first(conn, m, sp.model, ranked)
+            ranked = await newest_first(conn, m, sp.model, ranked)
     eval_at = as_of
     node_hits = [_hit_from_node(n, eval_at, current_query) for n in nodes
                  if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
