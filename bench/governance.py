@@ -13,15 +13,19 @@ Starts its own Kafka + Postgres + services in a temporary HIVEMEM_HOME, then:
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import psycopg
 from confluent_kafka import Consumer, Producer
 
-from bench.pipeline import pct
-from bench.temp_stack import running_stack
+from bench.cpu import CpuSample, cpu_model, report
+from bench.pipeline import pct, spy
+from bench.temp_stack import running_stack, stack_pids
 from contracts.avro import decode_envelope
 from contracts.models import DecisionPayload
 from hivemem.demo import claw_client
@@ -52,7 +56,8 @@ def progress(conn: psycopg.Connection[tuple[object, ...]]) -> tuple[int, int]:
     return int(str(folded[0])) if folded else 0, int(str(sent[0])) if sent else 0
 
 
-def throughput(settings: Settings, n_props: int) -> tuple[int, float]:
+def throughput(settings: Settings, n_props: int, pids_of: dict[str, int] | None = None,
+               profile: Path | None = None) -> tuple[int, float, dict[str, float]]:  # fmt: skip
     # One connection for the polling (a connection per poll costs Postgres a fork each time) and one
     # producer for the five claws (five would each send a fifth of the votes, in smaller batches).
     db = psycopg.connect(settings.require_database(), autocommit=True)
@@ -65,6 +70,8 @@ def throughput(settings: Settings, n_props: int) -> tuple[int, float]:
     claws[0].flush()
     votes0, decisions0 = progress(db)
     votes = [(c, c.build("vote", {"proposalId": pid, "vote": "YES"})) for pid in pids for c in claws]
+    spies = spy(profile, pids_of or {}, ("gate", "governance", "projectors")) if profile is not None else []
+    before = CpuSample.take(pids_of or {})
     t0 = time.perf_counter()
     last_beat = time.monotonic()
     for c, env in votes:
@@ -77,8 +84,12 @@ def throughput(settings: Settings, n_props: int) -> tuple[int, float]:
     while progress(db) < (votes0 + len(votes), decisions0 + n_props):
         time.sleep(0.05)
     rate = len(votes) / (time.perf_counter() - t0)
+    spent = CpuSample.take(pids_of or {}).since(before)
+    for p in spies:
+        p.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+        p.wait(60)
     db.close()
-    return len(votes), rate
+    return len(votes), rate, spent
 
 
 def latency(settings: Settings, rounds: int) -> list[float]:
@@ -127,14 +138,22 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="hivemem bench governance")
     ap.add_argument("--proposals", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--profile", type=Path, default=None,
+                    help="record gate, governance and projectors with py-spy into DIR")  # fmt: skip
     args = ap.parse_args(argv)
     # The measured path alone (no CAML, KMMS, KMP or their models on the same cores).
     with running_stack(services=["gate", "governance", "projectors"]) as stack:
         settings = stack.settings
+        pids = {**stack_pids(stack), "bench (producer)": os.getpid()}
         throughput(settings, 1000)  # warm-up: every process, and the broker's JIT
-        n, rate = throughput(settings, args.proposals)
+        n, rate, spent = throughput(settings, args.proposals, pids, args.profile)
         lat = latency(settings, args.rounds)
+        print(f"machine                          {cpu_model()}, {os.cpu_count()} cores")
         print(f"votes through gate + governance: {rate:10,.0f} votes/s  ({n:,} votes, {args.proposals:,} decisions)")
+        print(f"CPU during the throughput phase ({n:,} votes, {n / rate:.1f} s; per vote):")
+        print("\n".join(report(spent, n, n / rate)))
         print(f"proposal -> decision, 5-claw vote (n={len(lat)}/{args.rounds}): p50 {pct(lat, 0.5):.1f} ms  "
               f"p95 {pct(lat, 0.95):.1f} ms  p99 {pct(lat, 0.99):.1f} ms")  # fmt: skip
+        if args.profile is not None:
+            print(f"py-spy profiles (open in https://www.speedscope.app): {args.profile}")
         return 0 if len(lat) == args.rounds else 1

@@ -110,7 +110,8 @@ def sustained(settings: Settings, db: Db, n: int, pids: dict[str, int] | None = 
     return n / wall, spent
 
 
-def spy(out: Path, pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:
+def spy(out: Path, pids: dict[str, int], names: tuple[str, ...] = ("gate", "gate-0", "gate-1", "projectors")
+        ) -> list[subprocess.Popen[bytes]]:  # fmt: skip
     # The virtualenv's own bin first: py-spy installed there need not be on PATH.
     exe = shutil.which("py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     if exe is None:
@@ -119,7 +120,7 @@ def spy(out: Path, pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([exe, "record", "--pid", str(pids[name]), "--rate", "100", "--format", "speedscope",
                               "--output", str(out / f"{name}.speedscope.json")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for name in ("gate", "gate-0", "gate-1", "projectors") if name in pids]  # fmt: skip
+            for name in names if name in pids]  # fmt: skip
 
 
 def latency(settings: Settings, db: Db, rate: int, seconds: float, pids: dict[str, int] | None = None) -> Latency:

@@ -87,37 +87,36 @@ class GovernanceProjection:
         ]
 
     def fold(self, cur: Cur, schema: str, records: list[LogRecord]) -> None:
+        # Rows of the insert-only tables are gathered and written per table at the end, one executemany
+        # (psycopg pipelines it: one round trip, not one per vote); facts check the versions stored
+        # before them, so they are written in order as they come. The tables are independent.
+        rows: dict[str, list[tuple[object, ...]]] = {"proposals": [], "votes": [], "decisions": [], "refusals": []}
         for rec in records:
             if rec.topic.endswith("rejected"):
-                self._refusal(cur, schema, rec)
+                if (refusal := self._refusal(rec)) is not None:
+                    rows["refusals"].append(refusal)
                 continue
             env = decode_envelope(rec.value or b"")
             if env.type in ("decision", "fact") and self.output_verifier is not None:
                 verify_system_output(rec.value or b"", self.output_verifier)  # raises: processing_failures
             p = env.payload
             if isinstance(p, ProposalPayload):
-                cur.execute(
-                    f"INSERT INTO {schema}.proposals VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                    "ON CONFLICT DO NOTHING",
-                    (env.tenant, p.proposal_id, p.fact_key, p.statement, p.tags, p.proposer, env.claw_id,
-                     p.deadline, p.base_version, env.trace_id, env.event_id, rec.log_time()),
-                )  # fmt: skip
+                rows["proposals"].append((env.tenant, p.proposal_id, p.fact_key, p.statement, p.tags, p.proposer,
+                                          env.claw_id, p.deadline, p.base_version, env.trace_id, env.event_id,
+                                          rec.log_time()))  # fmt: skip
             elif isinstance(p, VotePayload):
-                src = str(rec.source())
-                cur.execute(
-                    f"INSERT INTO {schema}.votes VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    (env.tenant, p.proposal_id, env.claw_id, env.instance_id, p.vote, p.reason, env.event_id,
-                     rec.log_time(), src),
-                )  # fmt: skip
+                rows["votes"].append((env.tenant, p.proposal_id, env.claw_id, env.instance_id, p.vote, p.reason,
+                                      env.event_id, rec.log_time(), str(rec.source())))  # fmt: skip
             elif isinstance(p, DecisionPayload):
-                cur.execute(
-                    f"INSERT INTO {schema}.decisions VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                    "ON CONFLICT DO NOTHING",
-                    (env.tenant, p.proposal_id, env.event_id, p.outcome, p.yes_votes, p.no_votes, p.quorum_basis,
-                     p.threshold, p.voters, p.decided_at, env.trace_id),
-                )  # fmt: skip
+                rows["decisions"].append((env.tenant, p.proposal_id, env.event_id, p.outcome, p.yes_votes,
+                                          p.no_votes, p.quorum_basis, p.threshold, p.voters, p.decided_at,
+                                          env.trace_id))  # fmt: skip
             elif isinstance(p, FactPayload):
                 self._fact(cur, schema, env.tenant, env.event_id, env.trace_id, p)
+        for table, batch in rows.items():
+            if batch:
+                marks = ", ".join(["%s"] * len(batch[0]))
+                cur.executemany(f"INSERT INTO {schema}.{table} VALUES ({marks}) ON CONFLICT DO NOTHING", batch)
 
     @staticmethod
     def _fact(cur: Cur, schema: str, tenant: str, event_id: str, trace_id: str, p: FactPayload) -> None:
@@ -139,10 +138,10 @@ class GovernanceProjection:
         )  # fmt: skip
 
     @staticmethod
-    def _refusal(cur: Cur, schema: str, rec: LogRecord) -> None:
+    def _refusal(rec: LogRecord) -> tuple[object, ...] | None:
         r = decode_rejection(rec.value or b"")
         if r.type not in ("proposal", "vote") or r.tenant is None:
-            return
+            return None
         proposal_id = None
         if r.original:  # a gate refusal carries the refused bytes; a governance one names the source
             try:
@@ -150,8 +149,5 @@ class GovernanceProjection:
                 proposal_id = getattr(payload, "proposal_id", None)
             except ContractError:
                 pass
-        cur.execute(
-            f"INSERT INTO {schema}.refusals VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            (r.tenant, str(LogPosition(r.source_topic, r.source_partition, r.source_offset)), r.envelope_event_id,
-             r.processor, r.type, r.claw_id, proposal_id, r.reason_code, r.detail, r.log_time),
-        )  # fmt: skip
+        return (r.tenant, str(LogPosition(r.source_topic, r.source_partition, r.source_offset)), r.envelope_event_id,
+                r.processor, r.type, r.claw_id, proposal_id, r.reason_code, r.detail, r.log_time)  # fmt: skip
