@@ -19,7 +19,7 @@ from contracts.topics import TopicNames
 from governance.fact_versions import check_version
 from governance.identity import Verifier
 from governance.signing import verify_system_output
-from projections.read_models import DigestTable, schema_ddl, tenant_table
+from projections.read_models import DigestTable, copy_insert, schema_ddl, tenant_table
 from streams.records import LogRecord
 
 Cur = psycopg.Cursor[tuple[object, ...]]
@@ -87,9 +87,9 @@ class GovernanceProjection:
         ]
 
     def fold(self, cur: Cur, schema: str, records: list[LogRecord]) -> None:
-        # Rows of the insert-only tables are gathered and written per table at the end, one executemany
-        # (psycopg pipelines it: one round trip, not one per vote); facts check the versions stored
-        # before them, so they are written in order as they come. The tables are independent.
+        # Rows of the insert-only tables are gathered and written per table at the end, by one statement
+        # or COPY each (``copy_insert``), not one INSERT per vote; facts check the versions stored before
+        # them, so they are written in order as they come. The tables are independent of each other.
         rows: dict[str, list[tuple[object, ...]]] = {"proposals": [], "votes": [], "decisions": [], "refusals": []}
         for rec in records:
             if rec.topic.endswith("rejected"):
@@ -113,10 +113,9 @@ class GovernanceProjection:
                                           env.trace_id))  # fmt: skip
             elif isinstance(p, FactPayload):
                 self._fact(cur, schema, env.tenant, env.event_id, env.trace_id, p)
+        columns = {t.table: t.columns for t in self.tables}
         for table, batch in rows.items():
-            if batch:
-                marks = ", ".join(["%s"] * len(batch[0]))
-                cur.executemany(f"INSERT INTO {schema}.{table} VALUES ({marks}) ON CONFLICT DO NOTHING", batch)
+            copy_insert(cur, schema, table, columns[table], batch)
 
     @staticmethod
     def _fact(cur: Cur, schema: str, tenant: str, event_id: str, trace_id: str, p: FactPayload) -> None:
