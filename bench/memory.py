@@ -318,6 +318,20 @@ def run_mode(corpus: Corpus, mems: dict[str, Any], mode: str, k: int, console: C
     return run
 
 
+def scale(settings: Settings, tenant: str, corpus: Corpus, mems: dict[str, Any], args: argparse.Namespace,
+          out: Console, n: int) -> None:  # fmt: skip
+    from bench.memory_scale import Scaled, ask_all, build
+
+    user = corpus.users[0].user_id
+    big: Scaled = build(settings.require_database(), tenant, f"mem-{user}"[:64], user, args.scale, args.seed)
+    ask_all(mems[user], corpus, args.k, big)
+    out.print(f"\n{n}. one memory at scale: {user}'s memory grown to {big.episodes:,} episodes ({big.units:,} rounds, "
+              f"{big.vectors:,} vectors added: moved copies of the stored corpus, bench/memory_scale.py) in "
+              f"{big.load_s:.0f} s, HNSW index built in {big.index_s:.0f} s  [load {load()}]")  # fmt: skip
+    out.print(f"   every question asked of it (hybrid, k={args.k}), server-reported {dist(big.server_ms)}"
+              + (f"  errors: {big.errors}" if big.errors else ""))  # fmt: skip
+
+
 def dump(path: Path, corpus: Corpus, run: ModeRun) -> None:
     """Append one JSON line per question: its gold (category, evidence, values) and the hits as ranked."""
     with path.open("a", encoding="utf-8") as f:
@@ -410,7 +424,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--concurrency", type=int, default=4, help="users ingested in parallel")
     ap.add_argument("--wait-ms", type=int, default=5_000, help="the add call's wait for the verdict")
     ap.add_argument("--index-timeout", type=float, default=900.0, help="seconds to wait for one user's episodes")
+    ap.add_argument("--scale", type=int, default=0, help="then grow the first user's memory to N episodes and time "
+                    "every question against it (bench/memory_scale.py; temporary stack only)")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.scale and (args.existing or args.skip_ingest):
+        ap.error("--scale writes into the read model: only with the temporary stack and its ingest")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if bad := [m for m in modes if m not in ("hybrid", "vector", "text")]:
         ap.error(f"unknown mode(s): {', '.join(bad)}")
@@ -466,6 +484,8 @@ def main(argv: list[str]) -> int:
             out.print(f"\n{n + 1}. L0 lookup (the search's routing step: which question words the memory's index "
                       f"holds), SQL on the application role  [load {load()}]")  # fmt: skip
             out.print(f"   {dist(lookups, digits=2)}")
+            if args.scale:
+                scale(settings, tenant, corpus, mems, args, out, n + 2)
         finally:
             sdk_close(mems)
     done = consolidate_locally(corpus)

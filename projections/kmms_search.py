@@ -10,6 +10,7 @@ is after ``bound`` (the caller's ``as_of``) is ever a candidate.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,6 +23,9 @@ from governance.kmms.units import MAX_SENTENCES, SENTENCE
 Mode = Literal["hybrid", "vector", "text"]
 TEXT_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_TEXT_WEIGHT", "0.25"))  # docs/kmms.md, "Retrieval"
 _PARENT = "regexp_replace(v.unit_id, '~s[0-9]+$', '')"  # a sentence vector's unit
+# A unit's vector ids: its own and its sentences' (``<unit>~s<n>``).
+_FAMILY = f"u.unit_id || ARRAY(SELECT u.unit_id || '{SENTENCE}' || g FROM generate_series(0, {MAX_SENTENCES - 1}) g)"
+EXACT_WINDOW = 5_000  # a time window holding at most this many units is ranked by exact distance
 Conn = AsyncConnection[tuple[object, ...]]
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
 _TSQ = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
@@ -75,12 +79,22 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
         p["q"] = _vec(vector)
         await conn.execute("SET LOCAL hnsw.ef_search = 100")
         await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        # A unit's vector and its sentences' (kind 'sentence', id <unit>~s<n>): a unit ranks by its best.
-        ranked = await _ranked(conn, (
-            "SELECT u.unit_id FROM kmms.kmms_vectors v JOIN kmms.kmms_units u ON u.tenant = v.tenant "
-            f"AND u.unit_id = {_PARENT} WHERE v.model = %(model)s AND v.kind IN ('unit', 'sentence') "
-            f"AND v.tenant = %(t)s AND v.claw_id = %(c)s AND v.scope = %(s)s AND {where} "
-            "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(n3)s"), {**p, "n3": 3 * n})  # fmt: skip
+        if start is not None and await _window_units(conn, where, p) <= EXACT_WINDOW:
+            # A window of few units: each unit's exact best distance (its own vector or a sentence's). The HNSW
+            # scan below would walk the whole memory's nearest vectors to find the window's (600 ms at 100,000
+            # episodes for a week's window).
+            ranked = await _ranked(conn, (
+                f"SELECT u.unit_id FROM kmms.kmms_units u, LATERAL (SELECT min(v.embedding <=> %(q)s::vector) AS d "
+                f"FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) AND v.model = %(model)s "
+                f"AND v.tenant = u.tenant) x WHERE {where} AND x.d IS NOT NULL ORDER BY x.d, u.unit_id "
+                "LIMIT %(n)s"), p)  # fmt: skip
+        else:
+            # A unit's vector and its sentences' (kind 'sentence', id <unit>~s<n>): a unit ranks by its best.
+            ranked = await _ranked(conn, (
+                "SELECT u.unit_id FROM kmms.kmms_vectors v JOIN kmms.kmms_units u ON u.tenant = v.tenant "
+                f"AND u.unit_id = {_PARENT} WHERE v.model = %(model)s AND v.kind IN ('unit', 'sentence') "
+                f"AND v.tenant = %(t)s AND v.claw_id = %(c)s AND v.scope = %(s)s AND {where} "
+                "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(n3)s"), {**p, "n3": 3 * n})  # fmt: skip
         rankings.append(list(dict.fromkeys(ranked))[:n])
     if mode in ("hybrid", "text") and text.strip():
         rankings.append(await _bm25_units(conn, where, p))
@@ -89,9 +103,10 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
         return []
     p["ids"] = [u for u, _ in fused]
     # The unit's similarity is its best vector's: its own or one of its sentences'.
-    sim = ("(SELECT max(1 - (v.embedding <=> %(q)s::vector)) FROM kmms.kmms_vectors v WHERE v.unit_id = ANY("
-           f"u.unit_id || ARRAY(SELECT u.unit_id || '{SENTENCE}' || g FROM generate_series(0, {MAX_SENTENCES - 1}) g)) "
-           "AND v.model = %(model)s AND v.tenant = u.tenant)") if "q" in p else "0"  # fmt: skip
+    best = f"v.unit_id = ANY({_FAMILY}) AND v.model = %(model)s AND v.tenant = u.tenant"
+    sim = f"(SELECT max(1 - (v.embedding <=> %(q)s::vector)) FROM kmms.kmms_vectors v WHERE {best})"
+    if "q" not in p:
+        sim = "0"
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
         f"coalesce({sim}, 0) FROM kmms.kmms_units u WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
@@ -109,6 +124,33 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
 
 
 BM25_CANDIDATES = 2_000  # units holding a query lexeme, ranked in Python; a memory's recent ones first
+# BM25's corpus statistics (units, average length) of a memory are read exactly while it is small; a large
+# one's are kept this long per process: reading them means reading every unit's tsvector (140 ms at 400,000
+# units), and a minute of new units moves an idf or the average length by a fraction of a percent.
+EXACT_STATS_BELOW = 5_000
+STATS_TTL_S = 60.0
+_stats: dict[tuple[str, str, str], tuple[float, int, float]] = {}  # memory -> (monotonic time, units, avg length)
+
+
+async def _window_units(conn: Conn, where: str, p: dict[str, Any]) -> int:
+    cur = await conn.execute(f"SELECT count(*) FROM kmms.kmms_units u WHERE {where}", p)  # type: ignore[arg-type]
+    row = await cur.fetchone()
+    return int(str(row[0])) if row else 0
+
+
+async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float]:
+    key = (str(p["t"]), str(p["c"]), str(p["s"]))
+    cached = _stats.get(key)
+    if cached is not None and cached[1] >= EXACT_STATS_BELOW and time.monotonic() - cached[0] < STATS_TTL_S:
+        return cached[1], cached[2]
+    cur = await conn.execute(  # type: ignore[arg-type]
+        "SELECT count(*), coalesce(avg(length(u.tsv)), 1) FROM kmms.kmms_units u WHERE "
+        "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s", p)  # fmt: skip
+    total, avg_len = (await cur.fetchone()) or (0, 1)
+    if len(_stats) > 10_000:  # a bound, not an LRU: the API serves many memories, each re-read at its next search
+        _stats.clear()
+    _stats[key] = (time.monotonic(), int(str(total)), float(str(avg_len)))
+    return int(str(total)), float(str(avg_len))
 
 
 async def _bm25_units(conn: Conn, where: str, p: dict[str, Any]) -> list[str]:
@@ -118,12 +160,9 @@ async def _bm25_units(conn: Conn, where: str, p: dict[str, Any]) -> list[str]:
     rows = await cur.fetchall()
     if not rows:
         return []
-    stats = await conn.execute(  # type: ignore[arg-type]
-        "SELECT count(*), coalesce(avg(length(u.tsv)), 1) FROM kmms.kmms_units u WHERE "
-        "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s", p)  # fmt: skip
-    total, avg_len = (await stats.fetchone()) or (0, 1)
+    total, avg_len = await _corpus_stats(conn, p)
     terms = query_lexemes(str(rows[0][0]))
-    ranked = bm25(terms, ((str(r[1]), parse_tsvector(str(r[2]))) for r in rows), int(str(total)), float(str(avg_len)))
+    ranked = bm25(terms, ((str(r[1]), parse_tsvector(str(r[2]))) for r in rows), total, avg_len)
     return [doc for doc, _ in ranked[: p["n"]]]
 
 
