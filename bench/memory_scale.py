@@ -69,9 +69,11 @@ def build(db_url: str, tenant: str, claw: str, scope: str, target: int, seed: in
             "ORDER BY episode_id", p).fetchall()  # fmt: skip
         units = conn.execute(f"SELECT episode_id, unit_id, ordinal, text FROM kmms.kmms_units WHERE tenant = %(t)s "
                              f"{mine}", p).fetchall()  # fmt: skip
-        models = conn.execute("SELECT DISTINCT model FROM kmms.kmms_vectors WHERE tenant = %s", (tenant,)).fetchall()
-        if not episodes or len(models) != 1:
-            raise SystemExit(f"--scale needs the ingested corpus with one embedding model ({len(models)} found)")
+        # The model most of the vectors are in (during a model switch, the old one's are also there).
+        models = conn.execute(f"SELECT model FROM kmms.kmms_vectors v WHERE tenant = %(t)s {mine} GROUP BY model "
+                              "ORDER BY count(*) DESC, model", p).fetchall()  # fmt: skip
+        if not episodes or not models:
+            raise SystemExit("--scale needs the ingested corpus: no stored episodes or vectors")
         model = str(models[0][0])
         vecs = conn.execute("SELECT unit_id, kind, embedding FROM kmms.kmms_vectors WHERE tenant = %(t)s AND "
                             f"model = %(m)s AND kind IN ('unit', 'sentence') {mine}",
