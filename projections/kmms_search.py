@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from psycopg import AsyncConnection
 
-from governance.kmms.bm25 import bm25, parse_tsvector, query_lexemes
+from governance.kmms.bm25 import bm25, query_lexemes, term_frequencies
 from governance.kmms.fusion import rrf
 from governance.kmms.units import MAX_SENTENCES, SENTENCE
 
@@ -92,7 +92,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             ranked = await _nearest(conn, where, p, 3 * n)
         rankings.append(list(dict.fromkeys(ranked))[:n])
     if mode in ("hybrid", "text") and text.strip():
-        rankings.append(await _bm25_units(conn, where, p))
+        rankings.append(await _bm25_units(conn, p))
     fused = rrf(rankings, weights=_weights(rankings, mode))[:n]
     if not fused:
         return []
@@ -178,16 +178,20 @@ async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float]:
     return int(str(total)), float(str(avg_len))
 
 
-async def _bm25_units(conn: Conn, where: str, p: dict[str, Any]) -> list[str]:
+async def _bm25_units(conn: Conn, p: dict[str, Any]) -> list[str]:
+    # Through kmms.unit_text_matches (migration 20): under row-level security a plain query could not use
+    # the text index. It applies the same memory, time and thread conditions as ``where``.
     cur = await conn.execute(  # type: ignore[arg-type]
-        f"SELECT qq.q::text, u.unit_id, u.tsv::text FROM kmms.kmms_units u, {_TSQ} WHERE {where} AND u.tsv @@ qq.q "
-        "ORDER BY u.occurred_at DESC LIMIT %(cap)s", {**p, "cap": BM25_CANDIDATES})  # fmt: skip
+        f"SELECT qq.q::text, m.unit_id, m.lexemes, m.tsv FROM {_TSQ}, "
+        "kmms.unit_text_matches(%(c)s, %(s)s, qq.q, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
+        {**p, "cap": BM25_CANDIDATES})  # fmt: skip
     rows = await cur.fetchall()
     if not rows:
         return []
     total, avg_len = await _corpus_stats(conn, p)
     terms = query_lexemes(str(rows[0][0]))
-    ranked = bm25(terms, ((str(r[1]), parse_tsvector(str(r[2]))) for r in rows), total, avg_len)
+    docs = ((str(r[1]), term_frequencies(str(r[3]), terms), int(str(r[2]))) for r in rows)
+    ranked = bm25(terms, docs, total, avg_len)
     return [doc for doc, _ in ranked[: p["n"]]]
 
 

@@ -16,7 +16,7 @@ from projections.caml_migrations import caml_migration
 from projections.clam_migrations import clam_migration
 from projections.dashboard.migration import clam_dashboard_migration, dashboard_migration
 from projections.http_migrations import HTTP_MIGRATION_10
-from projections.kmms_migrations import kmms_erasure_migration, kmms_migration
+from projections.kmms_migrations import kmms_erasure_migration, kmms_migration, kmms_text_matches_migration
 from projections.kmp_migrations import kmp_migration
 from projections.kstar_migrations import kstar_migration
 from projections.read_models import APP_ROLE
@@ -137,6 +137,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (17, "clam", clam_migration),
     (18, "dashboard change notifications", dashboard_migration),
     (19, "dashboard: clam tables", clam_dashboard_migration),
+    (20, "kmms full text under row-level security", kmms_text_matches_migration),
 ]  # fmt: skip
 
 

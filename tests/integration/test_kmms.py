@@ -11,7 +11,9 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from psycopg import connect
 
+from hivemem.settings import Settings
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient, SearchResult
 from tests.conftest import wait_until
@@ -32,13 +34,16 @@ HISTORY = [  # (date, what the user said)
 ]
 
 
+CLAW = f"assistant-{uuid.uuid4().hex[:6]}"
+
+
 def _ms(day: str) -> int:
     return int(datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp() * 1000)
 
 
 @pytest.fixture(scope="module")
 def person(stack: Stack) -> MemoryClient:
-    mem = memory(stack, "mem-b", claw=f"assistant-{uuid.uuid4().hex[:6]}", user_id="ana")
+    mem = memory(stack, "mem-b", claw=CLAW, user_id="ana")
     ids = [mem.add(chat(text), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
            for i, (day, text) in enumerate(HISTORY)]  # fmt: skip
 
@@ -112,6 +117,24 @@ def test_modes_find_the_session(person: MemoryClient) -> None:
     for mode in ("hybrid", "vector", "text"):
         res = person.search("sourdough bread crust", k=3, mode=mode)
         assert next(h.session_id for h in res.hits if h.layer == 4) == "s-5", mode
+
+
+def test_full_text_candidates_keep_to_the_transactions_tenant(person: MemoryClient, stack: Stack) -> None:
+    """kmms.unit_text_matches runs as the tables' owner (so the text index is used under row-level
+    security); it must still show the application role only its own tenant's units."""
+    settings: Settings = stack.settings
+    seen: dict[str | None, list[str]] = {}
+    with connect(settings.app_database_url(settings.load_config()), autocommit=True) as app:
+        for tenant in ("mem-b", "mem-a", None):
+            with app.transaction():
+                if tenant is not None:
+                    app.execute("SELECT set_config('hivemem.tenant', %s, true)", (tenant,))
+                query = "to_tsquery('english', 'sourdough | porto')"
+                rows = app.execute(f"SELECT m.unit_id, m.tsv FROM kmms.unit_text_matches(%s, 'ana', {query}, "
+                                   "0, 9e15::bigint, NULL, 100) m", (CLAW,)).fetchall()  # fmt: skip
+            seen[tenant] = [str(r[1]) for r in rows]
+    assert len(seen["mem-b"]) == 2 and all("sourdough" in t or "porto" in t for t in seen["mem-b"])
+    assert seen["mem-a"] == [] and seen[None] == []
 
 
 QUERIES = ["Where do I live?", "Where do I work?", "what did I cook?", "How has my job changed?"]
