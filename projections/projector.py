@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contracts.topics import TopicNames
+from projections.first_statistics import FirstStatistics
 from projections.read_models import Projection
 from streams.offsets import Conn
 from streams.processor import Failure
@@ -26,6 +27,7 @@ class ProjectionProcessor:
         self.schema = schema or projection.name
         self.name = name or projection.name
         self._conn: Conn | None = None
+        self._statistics = FirstStatistics(self.schema, [t.table for t in projection.tables])
 
     def input_topics(self) -> list[str]:
         return self.projection.topics(self.names)
@@ -38,6 +40,7 @@ class ProjectionProcessor:
             assert self._conn is not None
             with self._conn.cursor() as cur:
                 self.projection.fold(cur, self.schema, list(records))
+            self._statistics.maybe_analyze(self._conn)
         return []
 
     def refuse(self, failure: Failure) -> list[OutRecord]:
