@@ -24,7 +24,7 @@ Mode = Literal["hybrid", "vector", "text"]
 TEXT_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_TEXT_WEIGHT", "0.25"))  # docs/kmms.md, "Retrieval"
 # A unit's vector ids: its own and its sentences' (``<unit>~s<n>``).
 _FAMILY = f"u.unit_id || ARRAY(SELECT u.unit_id || '{SENTENCE}' || g FROM generate_series(0, {MAX_SENTENCES - 1}) g)"
-EXACT_WINDOW = 5_000  # a time window holding at most this many units is ranked by exact distance
+EXACT_WINDOW = 20_000  # a time window holding at most this many units is ranked by exact distance
 NEAREST_FIRST, NEAREST_MAX = 1_000, 256_000  # a large memory's nearest vectors read before the time filter
 Conn = AsyncConnection[tuple[object, ...]]
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
@@ -79,17 +79,18 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
         p["q"] = _vec(vector)
         await conn.execute("SET LOCAL hnsw.ef_search = 100")
         await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        if start is not None and await _window_units(conn, where, p) <= EXACT_WINDOW:
+        window = await _window_units(conn, where, p) if start is not None else None
+        if window is not None and window <= EXACT_WINDOW:
             # A window of few units: each unit's exact best distance (its own vector or a sentence's). The HNSW
-            # scan below would walk the whole memory's nearest vectors to find the window's (600 ms at 100,000
-            # episodes for a week's window).
+            # scan below would walk the whole memory's nearest vectors to find the window's (250-340 ms for the
+            # 7,000-12,000 units of a weekend at 100,000 episodes; this: 60-100 ms).
             ranked = await _ranked(conn, (
                 f"SELECT u.unit_id FROM kmms.kmms_units u, LATERAL (SELECT min(v.embedding <=> %(q)s::vector) AS d "
                 f"FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) AND v.model = %(model)s "
                 f"AND v.tenant = u.tenant) x WHERE {where} AND x.d IS NOT NULL ORDER BY x.d, u.unit_id "
                 "LIMIT %(n)s"), p)  # fmt: skip
         else:
-            ranked = await _nearest(conn, where, p, 3 * n)
+            ranked = await _nearest(conn, where, p, 3 * n, window)
         rankings.append(list(dict.fromkeys(ranked))[:n])
     if mode in ("hybrid", "text") and text.strip():
         rankings.append(await _bm25_units(conn, p))
@@ -127,7 +128,7 @@ STATS_TTL_S = 60.0
 _stats: dict[tuple[str, str, str], tuple[float, int, float]] = {}  # memory -> (monotonic time, units, avg length)
 
 
-async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int) -> list[str]:
+async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int, window: int | None = None) -> list[str]:
     """Units by distance to the query, one row per vector (a unit's own, kind 'unit', and its sentences',
     kind 'sentence', id ``<unit>~s<n>``: a unit ranks by its best), ``want`` rows, within ``where``.
 
@@ -135,7 +136,8 @@ async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int) -> list
     in one joined statement under the application role's row-level security, the planner scanned every
     vector of the tenant (1.6 s at 500,000 vectors; 50 ms by HNSW for the owner). A small memory's vectors
     are all read (by the scope index: exact); a large one's nearest ``k`` by HNSW, ``k`` growing while too
-    few of them pass the time filter."""
+    few of them pass the time filter. With a time window of ``window`` units, ``k`` starts where the window's
+    share of the memory says enough will pass, instead of growing to it one scan at a time."""
     units, _ = await _corpus_stats(conn, p)
     mine = ("v.model = %(model)s AND v.kind IN ('unit', 'sentence') AND v.tenant = %(t)s AND v.claw_id = %(c)s "
             "AND v.scope = %(s)s")  # fmt: skip
@@ -148,6 +150,8 @@ async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int) -> list
     if units < EXACT_STATS_BELOW:
         return await _ranked(conn, f"WITH near AS MATERIALIZED ({near}) {then}", {**p, "want": want})
     k = NEAREST_FIRST
+    if window:  # twice the rows the window's share of the memory should yield
+        k = min(NEAREST_MAX, max(k, 2 * want * units // window))
     while True:
         await conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {max(20_000, 2 * k)}")
         rows = await _ranked(conn, f"WITH near AS MATERIALIZED ({near} ORDER BY d LIMIT %(k)s) {then}",
