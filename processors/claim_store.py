@@ -41,14 +41,20 @@ class InMemoryClaimStore:
         return len(old)
 
 
+# The wanted claims travel as five comma-joined strings split by Postgres (string_to_array): psycopg
+# dumps a Python list element by element in Python, which was 14 % of the gate's CPU. Every field is
+# comma-free: kinds are words, keys hex digests, topics Kafka names ([a-zA-Z0-9._-]), the rest numbers.
+_WANTED = "unnest(string_to_array(%s, ','), string_to_array(%s, ','))"
 _INSERT = """
 INSERT INTO gate.claims (kind, key, topic, partition, "offset", log_time)
-SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::bigint[], %s::bigint[])
+SELECT w.kind, w.key, w.topic, w.partition::int, w."offset"::bigint, %s::bigint
+FROM unnest(string_to_array(%s, ','), string_to_array(%s, ','), string_to_array(%s, ','),
+            string_to_array(%s, ','), string_to_array(%s, ',')) AS w(kind, key, topic, partition, "offset")
 ON CONFLICT DO NOTHING
 """
-_OWNERS = """
+_OWNERS = f"""
 SELECT c.kind, c.key, c.topic, c.partition, c."offset"
-FROM gate.claims c JOIN unnest(%s::text[], %s::text[]) AS w(kind, key) USING (kind, key)
+FROM gate.claims c JOIN {_WANTED} AS w(kind, key) USING (kind, key)
 """
 
 
@@ -64,10 +70,13 @@ class PostgresClaimStore:
         if not wanted:
             return {}
         items = sorted(wanted.items(), key=lambda kv: (kv[0].kind, kv[0].key))
-        kinds = [c.kind for c, _ in items]
-        keys = [c.key for c, _ in items]
-        self._conn.execute(_INSERT, (kinds, keys, [p.topic for _, p in items], [p.partition for _, p in items],
-                                     [p.offset for _, p in items], [log_time] * len(items)))  # fmt: skip
+        kinds = ",".join([c.kind for c, _ in items])
+        keys = ",".join([c.key for c, _ in items])
+        topics = ",".join([p.topic for _, p in items])
+        if kinds.count(",") + keys.count(",") + topics.count(",") != 3 * (len(items) - 1):
+            raise ValueError("a claim's kind, key or topic holds a comma")  # never from the gate's digests
+        self._conn.execute(_INSERT, (log_time, kinds, keys, topics, ",".join([str(p.partition) for _, p in items]),
+                                     ",".join([str(p.offset) for _, p in items])))  # fmt: skip
         # A new statement sees our rows and any a concurrent gate committed first.
         rows = self._conn.execute(_OWNERS, (kinds, keys)).fetchall()
         return {Claim(str(r[0]), str(r[1])): Position(str(r[2]), int(str(r[3])), int(str(r[4]))) for r in rows}
