@@ -13,7 +13,7 @@ from __future__ import annotations
 import psycopg
 
 from contracts.avro import ContractError, decode_envelope, decode_rejection
-from contracts.models import DecisionPayload, FactPayload, ProposalPayload, VotePayload
+from contracts.models import DecisionPayload, Envelope, FactPayload, ProposalPayload, VotePayload
 from contracts.positions import LogPosition
 from contracts.topics import TopicNames
 from governance.fact_versions import check_version
@@ -88,9 +88,10 @@ class GovernanceProjection:
 
     def fold(self, cur: Cur, schema: str, records: list[LogRecord]) -> None:
         # Rows of the insert-only tables are gathered and written per table at the end, by one statement
-        # or COPY each (``copy_insert``), not one INSERT per vote; facts check the versions stored before
-        # them, so they are written in order as they come. The tables are independent of each other.
+        # or COPY each (``copy_insert``), not one INSERT per vote; facts are checked in order against the
+        # versions stored before them and earlier in the batch, then written together (``_facts``).
         rows: dict[str, list[tuple[object, ...]]] = {"proposals": [], "votes": [], "decisions": [], "refusals": []}
+        facts: list[tuple[Envelope, FactPayload]] = []
         for rec in records:
             if rec.topic.endswith("rejected"):
                 if (refusal := self._refusal(rec)) is not None:
@@ -112,29 +113,63 @@ class GovernanceProjection:
                                           p.no_votes, p.quorum_basis, p.threshold, p.voters, p.decided_at,
                                           env.trace_id))  # fmt: skip
             elif isinstance(p, FactPayload):
-                self._fact(cur, schema, env.tenant, env.event_id, env.trace_id, p)
+                facts.append((env, p))
         columns = {t.table: t.columns for t in self.tables}
         for table, batch in rows.items():
             copy_insert(cur, schema, table, columns[table], batch)
+        if facts:
+            self._facts(cur, schema, facts)
 
     @staticmethod
-    def _fact(cur: Cur, schema: str, tenant: str, event_id: str, trace_id: str, p: FactPayload) -> None:
-        row = cur.execute(f"SELECT event_id FROM {schema}.facts WHERE tenant = %s AND fact_key = %s AND version = %s",
-                          (tenant, p.fact_key, p.version)).fetchone()  # fmt: skip
-        if row is not None and row[0] == event_id:
-            return  # a copy of a version already stored
-        top = cur.execute(f"SELECT coalesce(max(version), 0) FROM {schema}.facts WHERE tenant = %s AND fact_key = %s",
-                          (tenant, p.fact_key)).fetchone()  # fmt: skip
-        bad = check_version(int(str(top[0])) if top else 0, p.version)
-        if bad is not None:
-            raise FactIntegrityError(f"{bad.code}: fact {p.fact_key} {bad.detail}")
-        cur.execute(f"UPDATE {schema}.facts SET valid_to = %s WHERE tenant = %s AND fact_key = %s AND version = %s",
-                    (p.valid_from, tenant, p.fact_key, p.version - 1))  # fmt: skip
+    def _facts(cur: Cur, schema: str, facts: list[tuple[Envelope, FactPayload]]) -> None:
+        """A batch's facts in log order, each checked as if written alone: the stored versions are read once
+        (four statements per fact before: 38 % of this fold's time in bench governance), a copy of a stored
+        version (same eventId) is skipped, and a duplicate, regressed or skipped version raises, so the
+        runtime redoes the batch record by record and refuses that fact alone."""
+        tenants = [env.tenant for env, _ in facts]
+        keys = [p.fact_key for _, p in facts]
+        tops: dict[tuple[str, str], int] = {
+            (str(t), str(k)): int(str(v))
+            for t, k, v in cur.execute(
+                f"SELECT f.tenant, f.fact_key, max(f.version) FROM {schema}.facts f "
+                "JOIN unnest(%s::text[], %s::text[]) AS w(tenant, fact_key) USING (tenant, fact_key) GROUP BY 1, 2",
+                (tenants, keys),
+            ).fetchall()
+        }
+        stored: dict[tuple[str, str, int], str] = {
+            (str(t), str(k), int(str(v))): str(e)
+            for t, k, v, e in cur.execute(
+                f"SELECT f.tenant, f.fact_key, f.version, f.event_id FROM {schema}.facts f "
+                "JOIN unnest(%s::text[], %s::text[], %s::int[]) AS w(tenant, fact_key, version) "
+                "USING (tenant, fact_key, version)",
+                (tenants, keys, [p.version for _, p in facts]),
+            ).fetchall()
+        }
+        new: list[tuple[object, ...]] = []
+        closed: list[tuple[str, str, int, int]] = []  # tenant, key, version, valid_to
+        for env, p in facts:
+            if stored.get((env.tenant, p.fact_key, p.version)) == env.event_id:
+                continue  # a copy of a version already stored
+            bad = check_version(tops.get((env.tenant, p.fact_key), 0), p.version)
+            if bad is not None:
+                raise FactIntegrityError(f"{bad.code}: fact {p.fact_key} {bad.detail}")
+            tops[(env.tenant, p.fact_key)] = p.version
+            stored[(env.tenant, p.fact_key, p.version)] = env.event_id
+            closed.append((env.tenant, p.fact_key, p.version - 1, p.valid_from))
+            new.append((env.tenant, p.fact_key, p.version, p.statement, p.tags, p.proposal_id, p.supersedes_version,
+                        p.valid_from, None, env.event_id, env.trace_id))  # fmt: skip
+        if not new:
+            return
+        columns = "tenant, fact_key, version, statement, tags, proposal_id, supersedes_version, valid_from, " \
+                  "valid_to, event_id, trace_id"  # fmt: skip
+        copy_insert(cur, schema, "facts", columns, new)
+        # After the inserts: a version superseded within the batch is closed too.
         cur.execute(
-            f"INSERT INTO {schema}.facts VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NULL, %s, %s)",
-            (tenant, p.fact_key, p.version, p.statement, p.tags, p.proposal_id, p.supersedes_version, p.valid_from,
-             event_id, trace_id),
-        )  # fmt: skip
+            f"UPDATE {schema}.facts f SET valid_to = w.valid_to "
+            "FROM unnest(%s::text[], %s::text[], %s::int[], %s::bigint[]) AS w(tenant, fact_key, version, valid_to) "
+            "WHERE f.tenant = w.tenant AND f.fact_key = w.fact_key AND f.version = w.version",
+            ([c[0] for c in closed], [c[1] for c in closed], [c[2] for c in closed], [c[3] for c in closed]),
+        )
 
     @staticmethod
     def _refusal(rec: LogRecord) -> tuple[object, ...] | None:

@@ -1,0 +1,91 @@
+"""The governance read model's fact fold on real Postgres: a batch's facts are checked in log order against
+the stored versions and the ones before them in the batch, written together, and a bad version fails the
+batch (the runtime then redoes it record by record and refuses that fact alone)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from contracts.avro import encode_envelope
+from contracts.models import FactPayload
+from contracts.topics import TopicNames
+from governance.signing import HmacSigner
+from governance.voting import FactOut
+from processors.governance_core import GovernanceCore
+from projections.read_models.governance import FactIntegrityError, GovernanceProjection
+from streams.records import LogRecord
+from tests.conftest import Stack
+from tests.integration.support import owner_db
+
+NAMES = TopicNames()
+CORE = GovernanceCore(NAMES, HmacSigner("hmac:test", b"k" * 32))
+_offset = iter(range(1_000_000))
+
+
+def fact(key: str, version: int, valid_from: int, statement: str = "s", *, idem: str | None = None) -> LogRecord:
+    """A fact as the governance processor writes it; another ``idem`` gives it another eventId (a second
+    writer's version of the same number)."""
+    payload = FactPayload(fact_key=key, version=version, statement=statement, supersedes_version=version - 1 or None,
+                          valid_from=valid_from)  # fmt: skip
+    out = CORE.encode(FactOut("acme", "t", payload))
+    value = out.value
+    if idem is not None:
+        value = encode_envelope(CORE._envelope("fact", "acme", "t", valid_from, idem, payload))
+    return LogRecord(NAMES.inbound("fact"), out.partition, next(_offset), valid_from, out.key, value)
+
+
+@pytest.fixture()
+def schema(stack: Stack) -> str:
+    name = f"gf_{uuid.uuid4().hex[:8]}"
+    with owner_db(stack) as conn:
+        for stmt in GovernanceProjection().ddl(name):
+            conn.execute(stmt)
+    return name
+
+
+def fold(stack: Stack, schema: str, records: list[LogRecord]) -> None:
+    """One batch, in one transaction, as the runtime runs it."""
+    with owner_db(stack) as conn, conn.transaction(), conn.cursor() as cur:
+        GovernanceProjection().fold(cur, schema, records)
+
+
+def versions(stack: Stack, schema: str, key: str) -> list[tuple[object, ...]]:
+    with owner_db(stack) as conn:
+        return conn.execute(f"SELECT version, valid_from, valid_to, statement FROM {schema}.facts "
+                            "WHERE tenant = 'acme' AND fact_key = %s ORDER BY version", (key,)).fetchall()  # fmt: skip
+
+
+def test_a_batch_of_versions_is_chained_and_closed(stack: Stack, schema: str) -> None:
+    v1, v2, v3 = fact("k", 1, 100, "one"), fact("k", 2, 200, "two"), fact("k", 3, 300, "three")
+    other = fact("j", 1, 150)
+    fold(stack, schema, [v1, other, v2])
+    assert versions(stack, schema, "k") == [(1, 100, 200, "one"), (2, 200, None, "two")]
+    # A later batch: a copy of a stored version is skipped, the next version closes the stored one.
+    fold(stack, schema, [v2, v3, v1])
+    assert versions(stack, schema, "k") == [(1, 100, 200, "one"), (2, 200, 300, "two"), (3, 300, None, "three")]
+    assert versions(stack, schema, "j") == [(1, 150, None, "s")]
+
+
+@pytest.mark.parametrize(
+    ("batch", "code"),
+    [
+        (lambda: [fact("k", 1, 100), fact("k", 3, 300)], "FACT_CONFLICT"),  # a skipped version, in the batch
+        (lambda: [fact("k", 1, 100), fact("k", 1, 100, "another text", idem="x")], "FACT_DUPLICATE_VERSION"),
+        (lambda: [fact("k", 2, 200)], "FACT_CONFLICT"),  # v2 with nothing stored
+    ],
+)
+def test_a_bad_version_fails_the_batch_and_nothing_is_written(stack: Stack, schema: str, batch, code: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(FactIntegrityError, match=code):
+        fold(stack, schema, batch())
+    assert versions(stack, schema, "k") == []
+
+
+def test_a_stored_version_is_never_rewritten(stack: Stack, schema: str) -> None:
+    fold(stack, schema, [fact("k", 1, 100), fact("k", 2, 200)])
+    with pytest.raises(FactIntegrityError, match="FACT_DUPLICATE_VERSION"):
+        fold(stack, schema, [fact("k", 2, 250, "a rewrite of v2", idem="x")])
+    with pytest.raises(FactIntegrityError, match="FACT_STALE"):
+        fold(stack, schema, [fact("k", 1, 50, "a rewrite of v1", idem="y")])
+    assert [r[0] for r in versions(stack, schema, "k")] == [1, 2]
