@@ -51,8 +51,14 @@ SMALL_BATCH = 64  # up to this many rows: one multi-row INSERT; more: COPY throu
 def copy_insert(cur: psycopg.Cursor[tuple[object, ...]], schema: str, table: str, cols: str,
                 rows: list[tuple[object, ...]]) -> None:  # fmt: skip
     """Insert rows that are new (``ON CONFLICT DO NOTHING``), in one statement for a small batch or
-    through one COPY into a session-local table for a large one: either is an order of magnitude
-    faster than one INSERT per row. Columns left out take their defaults (e.g. ``projected_at``)."""
+    by COPY for a large one: either is an order of magnitude faster than one INSERT per row. Columns
+    left out take their defaults (e.g. ``projected_at``).
+
+    A large batch is copied straight into the table, in a savepoint. Only a row already stored (a
+    re-delivered copy) can make that fail; then the batch goes through a session-local table and one
+    ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``. The straight copy writes each row once, where the
+    staged one wrote it twice (into the local table, then into the table), and truncated the local table
+    every batch: 12.7 tuples inserted per vote in ``bench governance``, of which 3.6 were staging."""
     if not rows:
         return
     if len(rows) <= SMALL_BATCH:
@@ -60,6 +66,13 @@ def copy_insert(cur: psycopg.Cursor[tuple[object, ...]], schema: str, table: str
         cur.execute(f"INSERT INTO {schema}.{table} ({cols}) VALUES {', '.join([one] * len(rows))} "
                     "ON CONFLICT DO NOTHING", [v for row in rows for v in row])  # fmt: skip
         return
+    try:
+        with cur.connection.transaction(), cur.copy(f"COPY {schema}.{table} ({cols}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    except psycopg.errors.UniqueViolation:
+        pass  # rolled back to the savepoint: staged below, where copies are skipped
     tmp = f"_fold_{schema}_{table}"
     # Created again after a rolled-back batch took it away; emptied of the previous batch.
     cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} AS SELECT {cols} FROM {schema}.{table} WITH NO DATA")
