@@ -12,7 +12,15 @@ from typing import Protocol
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from contracts.avro import ContractError, decode_record, envelope_from_decoded, signing_bytes, writer_schema
+from contracts.avro import (
+    ContractError,
+    decode_record,
+    encode_record,
+    envelope_from_decoded,
+    signing_bytes,
+    writer_schema,
+)
+from contracts.header_bytes import signed_bytes
 from contracts.models import Envelope
 from governance.identity import Verifier, hmac_sign
 from governance.keyring import ED25519_PREFIX, key_proof_message
@@ -60,6 +68,15 @@ def sign_envelope(env: Envelope, signer: Signer) -> Envelope:
     return keyed.model_copy(update={"signature": signer.sign(signing_bytes(writer_schema(keyed), keyed.to_wire()))})
 
 
+def encode_signed(env: Envelope, signer: Signer) -> bytes:
+    """``encode_envelope(sign_envelope(env, signer))``, from one wire dict: no model copies and no
+    second dump (the governance processor signs two envelopes per decision)."""
+    writer = writer_schema(env)
+    wire = {**env.to_wire(), "keyId": signer.key_id}
+    wire["signature"] = signer.sign(signing_bytes(writer, wire))
+    return encode_record(writer, wire)
+
+
 SYSTEM_CLAW = "hivemem-governance"  # the claw id HiveMem's governance processor writes as
 
 
@@ -68,7 +85,8 @@ def verify_system_output(data: bytes, verifier: Verifier) -> Envelope:
     bypass the gate, so a record written there by anyone else must not become shared truth."""
     decoded = decode_record(data)
     env = envelope_from_decoded(decoded)
-    signed = signing_bytes(decoded.writer, decoded.writer_record)
+    # Cut from the received bytes, as the gate does (equal to the definition for canonical bytes).
+    signed = signed_bytes(data, decoded.writer) or signing_bytes(decoded.writer, decoded.writer_record)
     if env.claw_id != SYSTEM_CLAW or not verifier.verify(signed, env.signature):
         raise ContractError("UNVERIFIED_OUTPUT", f"{env.type} {env.event_id} is not signed by {SYSTEM_CLAW}")
     return env

@@ -17,12 +17,12 @@ import zlib
 from collections import Counter
 from collections.abc import Sequence
 
-from contracts.avro import decode_envelope, encode_envelope, encode_rejection, registry
+from contracts.avro import decode_envelope, encode_rejection, registry
 from contracts.models import DecisionPayload, Envelope, FactPayload, Rejection
 from contracts.positions import LogPosition
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames, partition_key
 from governance.gate import InboundRecord, RecordMeta, Reject, derived_event_id, rejection
-from governance.signing import SYSTEM_CLAW, Signer, sign_envelope
+from governance.signing import SYSTEM_CLAW, Signer, encode_signed
 from governance.voting import DecisionOut, FactOut, GovernanceState, Output, Ref, Refusal, VotingConfig
 from processors.gate_core import meta_of
 from processors.governance_store import GovernanceStore, InMemoryGovernanceStore, PostgresGovernanceStore
@@ -74,15 +74,15 @@ class GovernanceCore:
             env = self._envelope("fact", o.tenant, o.trace_id, o.payload.valid_from,
                                  f"fact:{o.payload.fact_key}:v{o.payload.version}", o.payload)  # fmt: skip
         key = partition_key(env.tenant, env.aggregate)
-        return OutRecord(self.names.inbound(env.type), output_partition(key), key, encode_envelope(env))
+        return OutRecord(self.names.inbound(env.type), output_partition(key), key, encode_signed(env, self.signer))
 
     def _envelope(self, kind: str, tenant: str, trace_id: str, at: int, idem: str,
                   payload: DecisionPayload | FactPayload) -> Envelope:  # fmt: skip
-        env = Envelope(schema_version=registry().latest(kind).version, type=kind,  # type: ignore[arg-type]
-                       event_id=str(uuid.uuid5(_NS, f"{tenant}|{idem}")), trace_id=trace_id, timestamp=at,
-                       idempotency_key=idem, claw_id=SYSTEM_CLAW, instance_id=PROCESSOR, tenant=tenant,
-                       key_id=self.signer.key_id, payload=payload)  # fmt: skip
-        return sign_envelope(env, self.signer)
+        """The output envelope before its signature (``encode_signed`` adds key id and signature)."""
+        return Envelope(schema_version=registry().latest(kind).version, type=kind,  # type: ignore[arg-type]
+                        event_id=str(uuid.uuid5(_NS, f"{tenant}|{idem}")), trace_id=trace_id, timestamp=at,
+                        idempotency_key=idem, claw_id=SYSTEM_CLAW, instance_id=PROCESSOR, tenant=tenant,
+                        key_id=self.signer.key_id, payload=payload)  # fmt: skip
 
     def _refusal(self, o: Refusal) -> OutRecord:
         r = o.ref

@@ -8,10 +8,9 @@ import uuid
 
 import pytest
 
-from contracts.avro import encode_envelope
 from contracts.models import FactPayload
 from contracts.topics import TopicNames
-from governance.signing import HmacSigner
+from governance.signing import HmacSigner, encode_signed
 from governance.voting import FactOut
 from processors.governance_core import GovernanceCore
 from projections.read_models.governance import FactIntegrityError, GovernanceProjection
@@ -20,7 +19,8 @@ from tests.conftest import Stack
 from tests.integration.support import owner_db
 
 NAMES = TopicNames()
-CORE = GovernanceCore(NAMES, HmacSigner("hmac:test", b"k" * 32))
+SIGNER = HmacSigner("hmac:test", b"k" * 32)
+CORE = GovernanceCore(NAMES, SIGNER)
 _offset = iter(range(1_000_000))
 
 
@@ -32,7 +32,7 @@ def fact(key: str, version: int, valid_from: int, statement: str = "s", *, idem:
     out = CORE.encode(FactOut("acme", "t", payload))
     value = out.value
     if idem is not None:
-        value = encode_envelope(CORE._envelope("fact", "acme", "t", valid_from, idem, payload))
+        value = encode_signed(CORE._envelope("fact", "acme", "t", valid_from, idem, payload), SIGNER)
     return LogRecord(NAMES.inbound("fact"), out.partition, next(_offset), valid_from, out.key, value)
 
 

@@ -6,7 +6,7 @@ from contracts.avro import decode_rejection, encode_envelope
 from contracts.models import Envelope
 from contracts.topics import TopicNames, partition_key
 from governance.keyring import ClawKey
-from governance.signing import Ed25519Signer, sign_envelope
+from governance.signing import Ed25519Signer, HmacSigner, encode_signed, sign_envelope
 from processors.gate_core import GateDriver
 from processors.key_store import InMemoryKeyStore, KeyStore
 from producers.claw_client import ClawClient
@@ -116,3 +116,10 @@ def check_key_store_contract(store: KeyStore, claw: str) -> None:
 
 def test_in_memory_key_store() -> None:
     check_key_store_contract(InMemoryKeyStore(), "claw-1")
+
+
+def test_one_pass_signing_gives_the_bytes_of_sign_then_encode() -> None:
+    c = ClawClient("127.0.0.1:1", "acme", "claw-1", b"k" * 32, "hmac:op1")
+    for signer in (HmacSigner("hmac:gov", b"g" * 32), Ed25519Signer.generate("gov")):
+        for env in (c.build("episode", episode()), c.build("vote", {"proposalId": "p1", "vote": "NO"})):
+            assert encode_signed(env, signer) == encode_envelope(sign_envelope(env, signer))

@@ -16,7 +16,7 @@ from contracts.models import Envelope
 from contracts.topics import DEFAULT_PARTITIONS, ENVELOPE_TYPES, TopicNames, partition_key
 from governance.gate import GateConfig
 from governance.identity import DeploymentKeys, TenantPolicy, derive_deployment_key
-from governance.signing import HmacSigner, sign_envelope
+from governance.signing import HmacSigner, encode_signed, sign_envelope
 from processors.gate_core import GateDriver
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "wire-protocol.md"
@@ -95,6 +95,7 @@ def test_deployment_key_signature_and_record_bytes() -> None:
     signed = sign_envelope(env, signer)
     assert signed.signature == ex["signature"]
     assert encode_envelope(signed) == ex["value"]
+    assert encode_signed(env, signer) == ex["value"]  # the governance processor's one-pass encoding
     decoded = decode_record(ex["value"])
     assert signing_bytes(decoded.writer, decoded.writer_record) == ex["signed"]  # what the gate verifies
     assert decode_envelope(ex["value"]) == signed
