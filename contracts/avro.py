@@ -157,11 +157,15 @@ def encode_envelope(env: Envelope, reg: SchemaRegistry | None = None) -> bytes:
     return encode_record(writer_schema(env, reg), env.to_wire())
 
 
-def decode_envelope(data: bytes, reg: SchemaRegistry | None = None) -> Envelope:
-    decoded = decode_record(data, reg)
+def envelope_of(decoded: Decoded) -> Envelope:
+    """The envelope of a decoded record (``decode_envelope`` for a caller that keeps the decoded record)."""
     if decoded.writer.family == "rejected":
         raise ContractError("TYPE_MISMATCH", "a rejection is not an envelope")
     return envelope_from_decoded(decoded)
+
+
+def decode_envelope(data: bytes, reg: SchemaRegistry | None = None) -> Envelope:
+    return envelope_of(decode_record(data, reg))
 
 
 def encode_rejection(rej: Rejection) -> bytes:

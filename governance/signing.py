@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from contracts.avro import (
     ContractError,
+    Decoded,
     decode_record,
     encode_record,
     envelope_from_decoded,
@@ -80,13 +81,17 @@ def encode_signed(env: Envelope, signer: Signer) -> bytes:
 SYSTEM_CLAW = "hivemem-governance"  # the claw id HiveMem's governance processor writes as
 
 
-def verify_system_output(data: bytes, verifier: Verifier) -> Envelope:
+def verify_system_output(data: bytes, verifier: Verifier, decoded: tuple[Decoded, Envelope] | None = None) -> Envelope:
     """Decode a decision or fact and check that HiveMem's processor signed it: these topics
-    bypass the gate, so a record written there by anyone else must not become shared truth."""
-    decoded = decode_record(data)
-    env = envelope_from_decoded(decoded)
+    bypass the gate, so a record written there by anyone else must not become shared truth.
+    ``decoded``: ``data`` as the caller decoded it already (read models decode each record once)."""
+    if decoded is None:
+        record = decode_record(data)
+        decoded = record, envelope_from_decoded(record)
+    record, env = decoded
+    decoded_writer = record.writer
     # Cut from the received bytes, as the gate does (equal to the definition for canonical bytes).
-    signed = signed_bytes(data, decoded.writer) or signing_bytes(decoded.writer, decoded.writer_record)
+    signed = signed_bytes(data, decoded_writer) or signing_bytes(decoded_writer, record.writer_record)
     if env.claw_id != SYSTEM_CLAW or not verifier.verify(signed, env.signature):
         raise ContractError("UNVERIFIED_OUTPUT", f"{env.type} {env.event_id} is not signed by {SYSTEM_CLAW}")
     return env

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import psycopg
 
-from contracts.avro import ContractError, decode_envelope, decode_rejection
+from contracts.avro import ContractError, decode_record, decode_rejection, envelope_of
 from contracts.header_bytes import read_header
 from contracts.topics import TopicNames
 from governance.identity import Verifier
@@ -87,7 +87,8 @@ class AuditProjection:
                     h.claw_id, h.instance_id, h.idempotency_key, h.event_id, h.timestamp, rec.log_time(), *out,
                     "gate")  # fmt: skip
         try:
-            env = decode_envelope(rec.value)
+            decoded = decode_record(rec.value)
+            env = envelope_of(decoded)
         except ContractError as exc:  # cannot happen behind the gate; recorded, not fatal
             return (SYSTEM_TENANT, src_topic, src_partition, src_offset, "REJECTED", exc.code,
                     exc.detail, None, None, None, None, None, None, None, rec.log_time(), *out, "gate")  # fmt: skip
@@ -95,7 +96,7 @@ class AuditProjection:
         stage = "governance" if env.type in SYSTEM_OUTPUTS else "gate"
         if stage == "governance" and self.output_verifier is not None:
             try:
-                verify_system_output(rec.value, self.output_verifier)
+                verify_system_output(rec.value, self.output_verifier, (decoded, env))
             except ContractError as exc:  # written around the processor: shown, never trusted
                 outcome, code, detail, stage = "REJECTED", exc.code, exc.detail, "audit"
         return (env.tenant, src_topic, src_partition, src_offset, outcome, code, detail, env.type,

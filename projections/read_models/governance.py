@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import psycopg
 
-from contracts.avro import ContractError, decode_envelope, decode_rejection
+from contracts.avro import ContractError, decode_envelope, decode_record, decode_rejection, envelope_of
 from contracts.models import DecisionPayload, Envelope, FactPayload, ProposalPayload, VotePayload
 from contracts.positions import LogPosition
 from contracts.topics import TopicNames
@@ -97,9 +97,11 @@ class GovernanceProjection:
                 if (refusal := self._refusal(rec)) is not None:
                     rows["refusals"].append(refusal)
                 continue
-            env = decode_envelope(rec.value or b"")
+            value = rec.value or b""
+            decoded = decode_record(value)
+            env = envelope_of(decoded)
             if env.type in ("decision", "fact") and self.output_verifier is not None:
-                verify_system_output(rec.value or b"", self.output_verifier)  # raises: processing_failures
+                verify_system_output(value, self.output_verifier, (decoded, env))  # raises: processing_failures
             p = env.payload
             if isinstance(p, ProposalPayload):
                 rows["proposals"].append((env.tenant, p.proposal_id, p.fact_key, p.statement, p.tags, p.proposer,
