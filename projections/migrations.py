@@ -111,6 +111,14 @@ _STREAM_RUNTIME = [
     "UPDATE governance.refusals SET source = regexp_replace(source, '/([0-9]+)/([0-9]+)$', ':\\1:\\2')",
 ]
 
+# The write paths ask why an eventId was refused (tenant, event_id, outcome 'REJECTED'): the old index on
+# (tenant, outcome, reason_code) answered that by reading every refusal of the tenant, and no query filtered
+# on reason codes through it (the counts scan the table). A partial index holds refusals only, so an
+# accepted envelope's audit row maintains two indexes instead of three.
+_AUDIT_REFUSALS = [
+    "CREATE INDEX IF NOT EXISTS events_refused ON audit.events (tenant, event_id) WHERE outcome = 'REJECTED'",
+    "DROP INDEX IF EXISTS audit.events_outcome",
+]
 
 MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (1, "base", lambda: _BASE),
@@ -138,6 +146,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (18, "dashboard change notifications", dashboard_migration),
     (19, "dashboard: clam tables", clam_dashboard_migration),
     (20, "kmms full text under row-level security", kmms_text_matches_migration),
+    (21, "audit: refusals by event id", lambda: _AUDIT_REFUSALS),
 ]  # fmt: skip
 
 

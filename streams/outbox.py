@@ -81,7 +81,9 @@ def unsent(conn: Conn, processor: str, limit: int = UNSENT_LIMIT) -> list[Outbox
 
 
 def delete(conn: Conn, processor: str, seqs: list[int]) -> None:
-    conn.execute("DELETE FROM hivemem.outbox WHERE processor = %s AND seq = ANY(%s)", (processor, seqs))
+    # The seqs travel as one comma-joined string: psycopg dumps a list element by element in Python.
+    conn.execute("DELETE FROM hivemem.outbox WHERE processor = %s AND seq = ANY(string_to_array(%s, ',')::bigint[])",
+                 (processor, ",".join(map(str, seqs))))  # fmt: skip
 
 
 def get_marks(conn: Conn, processor: str) -> dict[TP, int]:

@@ -64,7 +64,9 @@ class AuditProjection:
                 projected_at timestamptz NOT NULL DEFAULT clock_timestamp(),
                 PRIMARY KEY (source_topic, source_partition, source_offset))""",
             f"CREATE INDEX events_trace ON {schema}.events (tenant, trace_id)",
-            f"CREATE INDEX events_outcome ON {schema}.events (tenant, outcome, reason_code)",
+            # Why a write was refused, looked up by its eventId (KMMS, CAML, KMP, KSTAR write paths); only
+            # refusals are in it, so an accepted record costs no entry here (migration 21).
+            f"CREATE INDEX events_refused ON {schema}.events (tenant, event_id) WHERE outcome = 'REJECTED'",
             *tenant_table(schema, "events"),
         ]
 
