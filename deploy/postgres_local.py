@@ -26,7 +26,12 @@ class LocalPostgres:
         self._server = server
         with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
             if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone() is None:
-                conn.execute(f"CREATE DATABASE {DATABASE}")
+                # Codepoint order, like the wheel's default (libc C.UTF-8), but compared by memcmp instead of
+                # strcoll: every text key of the claims, the outbox and the read models is compared faster
+                # (Postgres time per vote in bench governance 193 -> 174 us, by pg_stat_statements).
+                conn.execute(
+                    f"CREATE DATABASE {DATABASE} TEMPLATE template0 LOCALE_PROVIDER builtin BUILTIN_LOCALE 'C.UTF-8'"
+                )
         return str(server.get_uri(DATABASE))
 
     def stop(self) -> None:

@@ -23,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -127,6 +128,10 @@ class GovernanceState:
         self.facts: dict[TenantKey, int] = {}  # (tenant, fact key) -> current version
         self._open: set[TenantKey] = set()
         self._open_by_tenant: dict[str, set[str]] = {}  # so a late heartbeat scans its tenant only
+        # When each open proposal next needs a tick (its deadline + grace, or its first early vote's give-up
+        # time), earliest first: a tick reads the due ones only, not every open proposal (20,000 open ones
+        # made each batch sort and scan them all). Entries of proposals closed since are dropped when reached.
+        self._due: list[tuple[int, TenantKey]] = []
         self.dirty_proposals: set[TenantKey] = set()
         self.dirty_presence: set[TenantKey] = set()
         self.dirty_facts: set[TenantKey] = set()
@@ -138,6 +143,7 @@ class GovernanceState:
         self.proposals[key] = ps
         if ps.open:
             self._mark_open(key)
+            self._schedule(ps)
 
     def restore_presence(self, tenant: str, claw_id: str, hb: Heartbeat) -> None:
         self.presence.setdefault(tenant, {})[claw_id] = hb
@@ -166,8 +172,17 @@ class GovernanceState:
 
     def tick(self, now: int) -> list[Output]:
         """Expire proposals past deadline + grace; give up on votes whose proposal never came."""
+        due: set[TenantKey] = set()
+        while self._due and self._due[0][0] <= now:
+            _, key = heapq.heappop(self._due)
+            ps = self.proposals.get(key)
+            at = self._due_at(ps) if ps is not None and ps.open else None
+            if at is not None and at > now:  # rescheduled since (its early votes were refused, then new ones came)
+                heapq.heappush(self._due, (at, key))
+            elif at is not None:
+                due.add(key)
         out: list[Output] = []
-        for key in sorted(self._open):
+        for key in sorted(due):
             ps = self.proposals[key]
             if ps.proposal is not None and now >= ps.proposal.deadline + self.cfg.expiry_grace_ms:
                 out += self._decide(ps, ps.proposal.deadline, expired=True)
@@ -207,6 +222,18 @@ class GovernanceState:
                 out += self._decide(ps, last, expired=False)
         return out
 
+    def _due_at(self, ps: ProposalState) -> int | None:
+        if ps.proposal is not None:
+            return ps.proposal.deadline + self.cfg.expiry_grace_ms
+        if ps.pending:
+            return ps.pending[0].ref.log_time + self.cfg.pending_limit_ms
+        return None
+
+    def _schedule(self, ps: ProposalState) -> None:
+        at = self._due_at(ps)
+        if at is not None:
+            heapq.heappush(self._due, (at, (ps.tenant, ps.proposal_id)))
+
     def _mark_open(self, key: TenantKey) -> None:
         self._open.add(key)
         self._open_by_tenant.setdefault(key[0], set()).add(key[1])
@@ -235,6 +262,7 @@ class GovernanceState:
         self.proposals[key] = ps
         waiting, ps.pending = sorted(ps.pending, key=lambda b: b.ref.log_time), []
         self._touch(ps)
+        self._schedule(ps)
         out: list[Output] = []
         for b in waiting:
             out += self._vote(ref.tenant, p.proposal_id, b)
@@ -250,6 +278,8 @@ class GovernanceState:
                 return [Refusal(b.ref, "DUPLICATE_VOTE", f"{b.claw_id} already voted on {proposal_id}")]
             ps.pending.append(b)
             self._touch(ps)
+            if len(ps.pending) == 1:  # the give-up time runs from the first early vote
+                self._schedule(ps)
             return []
         if ps.decision is not None:
             return [Refusal(b.ref, "PROPOSAL_CLOSED", f"{proposal_id} was decided: {ps.decision.outcome}")]

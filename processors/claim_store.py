@@ -51,6 +51,7 @@ SELECT w.kind, w.key, w.topic, w.partition::int, w."offset"::bigint, %s::bigint
 FROM unnest(string_to_array(%s, ','), string_to_array(%s, ','), string_to_array(%s, ','),
             string_to_array(%s, ','), string_to_array(%s, ',')) AS w(kind, key, topic, partition, "offset")
 ON CONFLICT DO NOTHING
+RETURNING kind, key
 """
 _OWNERS = f"""
 SELECT c.kind, c.key, c.topic, c.partition, c."offset"
@@ -75,11 +76,22 @@ class PostgresClaimStore:
         topics = ",".join([p.topic for _, p in items])
         if kinds.count(",") + keys.count(",") + topics.count(",") != 3 * (len(items) - 1):
             raise ValueError("a claim's kind, key or topic holds a comma")  # never from the gate's digests
-        self._conn.execute(_INSERT, (log_time, kinds, keys, topics, ",".join([str(p.partition) for _, p in items]),
-                                     ",".join([str(p.offset) for _, p in items])))  # fmt: skip
-        # A new statement sees our rows and any a concurrent gate committed first.
-        rows = self._conn.execute(_OWNERS, (kinds, keys)).fetchall()
-        return {Claim(str(r[0]), str(r[1])): Position(str(r[2]), int(str(r[3])), int(str(r[4]))) for r in rows}
+        inserted = self._conn.execute(_INSERT, (log_time, kinds, keys, topics,
+                                                ",".join([str(p.partition) for _, p in items]),
+                                                ",".join([str(p.offset) for _, p in items]))).fetchall()  # fmt: skip
+        # A claim inserted now is ours. Only the others (a duplicate, a replay, a record claimed before a crash
+        # or by another instance) need their owner read: a new statement sees it once its transaction committed.
+        owners = {c: p for c, p in items}
+        mine = {Claim(str(r[0]), str(r[1])) for r in inserted}
+        taken = [c for c in owners if c not in mine]
+        for c in taken:
+            del owners[c]
+        if taken:
+            rows = self._conn.execute(_OWNERS, (",".join([c.kind for c in taken]),
+                                                ",".join([c.key for c in taken]))).fetchall()  # fmt: skip
+            owners.update({Claim(str(r[0]), str(r[1])): Position(str(r[2]), int(str(r[3])), int(str(r[4])))
+                           for r in rows})  # fmt: skip
+        return owners
 
     def prune(self, now_log_time: int) -> int:
         cur = self._conn.execute("DELETE FROM gate.claims WHERE kind = 'replay' AND log_time < %s",

@@ -61,7 +61,7 @@ class PostgresGovernanceStore:
         gs = GovernanceState(cfg)
         conn = self._conn
         for (state,) in conn.execute("SELECT state FROM govproc.proposals"):
-            gs.restore_proposal(ProposalState.model_validate(state))
+            gs.restore_proposal(ProposalState.model_validate_json(str(state)))  # text: migration 23
         for tenant, claw, last_seen, ok in conn.execute("SELECT tenant, claw_id, last_seen, ok FROM govproc.presence"):
             gs.restore_presence(str(tenant), str(claw), Heartbeat(int(str(last_seen)), bool(ok)))
         for tenant, key, version in conn.execute("SELECT tenant, fact_key, version FROM govproc.facts"):

@@ -13,6 +13,7 @@ outcome is complete, and each read model equals a clean replay of the log.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 import uuid
@@ -94,7 +95,7 @@ def _governance_report(stack: Stack) -> str:
     lines = []
     with owner_db(stack) as conn:
         for (raw,) in conn.execute("SELECT state FROM govproc.proposals ORDER BY proposal_id"):
-            state: dict[str, Any] = raw  # type: ignore[assignment]  # jsonb
+            state: dict[str, Any] = json.loads(str(raw))  # text (migration 23)
             lines.append(f"proposal {state['proposal_id']}: proposal={'yes' if state.get('proposal') else 'NO'} "
                          f"ballots={sorted(state.get('ballots', {}))} pending={len(state.get('pending', []))} "
                          f"decision={(state.get('decision') or {}).get('outcome')} "

@@ -268,6 +268,19 @@ class VotingMachine(RuleBasedStateMachine):
         t = self._advance(dt)
         assert summary(self.gs.tick(t)) == self.ref.tick(t)
 
+    @rule()
+    def restart(self) -> None:
+        """The processor restarts: its state is read back from storage (JSON), its due times rebuilt."""
+        gs = GovernanceState(CFG)
+        for ps in self.gs.proposals.values():
+            gs.restore_proposal(ProposalState.model_validate_json(ps.model_dump_json()))
+        for tenant, claws in self.gs.presence.items():
+            for claw, hb in claws.items():
+                gs.restore_presence(tenant, claw, hb)
+        for (tenant, key), version in self.gs.facts.items():
+            gs.restore_fact(tenant, key, version)
+        self.gs = gs
+
     @invariant()
     def one_decision_and_contiguous_versions(self) -> None:
         for (_, pid), ps in self.gs.proposals.items():
@@ -277,7 +290,7 @@ class VotingMachine(RuleBasedStateMachine):
 
 
 TestVotingMachine = VotingMachine.TestCase
-TestVotingMachine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
+TestVotingMachine.settings = settings(max_examples=100, stateful_step_count=40, deadline=None)
 
 
 def test_a_heartbeat_read_after_a_later_vote_retallies_as_if_read_in_order() -> None:
