@@ -145,7 +145,7 @@ def latency(settings: Settings, rounds: int) -> list[float]:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="hivemem bench governance")
-    ap.add_argument("--proposals", type=int, default=2000)
+    ap.add_argument("--proposals", type=int, default=10000)  # 50,000 votes: a 10 s phase, steadier than 2 s
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--warmup", type=float, default=60.0,
                     help="seconds of voting rounds first (a fresh broker's JIT compiles for a minute)")  # fmt: skip

@@ -99,6 +99,13 @@ class GovernanceProjection:
                 continue
             value = rec.value or b""
             decoded = decode_record(value)
+            if decoded.writer.family == "vote" and rec.topic.endswith("accepted.vote"):
+                # Behind the gate, which validated it strictly: the vote's fields as decoded, without building
+                # the envelope model again (the audit model reads accepted records the same way).
+                raw, vp = decoded.record, decoded.record["payload"]
+                rows["votes"].append((raw["tenant"], vp["proposalId"], raw["clawId"], raw["instanceId"], vp["vote"],
+                                      vp.get("reason"), raw["eventId"], rec.log_time(), str(rec.source())))  # fmt: skip
+                continue
             env = envelope_of(decoded)
             if env.type in ("decision", "fact") and self.output_verifier is not None:
                 verify_system_output(value, self.output_verifier, (decoded, env))  # raises: processing_failures

@@ -1,6 +1,7 @@
-"""The governance read model's fact fold on real Postgres: a batch's facts are checked in log order against
-the stored versions and the ones before them in the batch, written together, and a bad version fails the
-batch (the runtime then redoes it record by record and refuses that fact alone)."""
+"""The governance read model's fold on real Postgres. Votes behind the gate are folded from their decoded
+fields. Facts: a batch's facts are checked in log order against the stored versions and the ones before them
+in the batch, written together, and a bad version fails the batch (the runtime then redoes it record by
+record and refuses that fact alone)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ import uuid
 
 import pytest
 
+from contracts.avro import encode_envelope
 from contracts.models import FactPayload
+from contracts.positions import LogPosition
 from contracts.topics import TopicNames
 from governance.signing import HmacSigner, encode_signed
 from governance.voting import FactOut
 from processors.governance_core import GovernanceCore
 from projections.read_models.governance import FactIntegrityError, GovernanceProjection
-from streams.records import LogRecord
+from streams.records import LOG_TIME_HEADER, SRC_HEADER, LogRecord
 from tests.conftest import Stack
+from tests.helpers import offline_client
 from tests.integration.support import owner_db
 
 NAMES = TopicNames()
@@ -89,3 +93,16 @@ def test_a_stored_version_is_never_rewritten(stack: Stack, schema: str) -> None:
     with pytest.raises(FactIntegrityError, match="FACT_STALE"):
         fold(stack, schema, [fact("k", 1, 50, "a rewrite of v1", idem="y")])
     assert [r[0] for r in versions(stack, schema, "k")] == [1, 2]
+
+
+def test_a_vote_behind_the_gate_is_folded_from_its_decoded_fields(stack: Stack, schema: str) -> None:
+    claw = offline_client("acme", "voter-1")
+    env = claw.build("vote", {"proposalId": "p-9", "vote": "NO", "reason": "not, yet \u00e9"}, timestamp_ms=1234)
+    src = LogPosition(NAMES.inbound("vote"), 2, 77)
+    rec = LogRecord(NAMES.accepted("vote"), 2, next(_offset), 1300, b"k", encode_envelope(env),
+                    ((SRC_HEADER, str(src).encode()), (LOG_TIME_HEADER, b"1250")))  # fmt: skip
+    fold(stack, schema, [rec])
+    with owner_db(stack) as conn:
+        rows = conn.execute(f"SELECT tenant, proposal_id, claw_id, instance_id, vote, reason, event_id, log_time, "
+                            f"source FROM {schema}.votes").fetchall()  # fmt: skip
+    assert rows == [("acme", "p-9", "voter-1", env.instance_id, "NO", "not, yet \u00e9", env.event_id, 1250, str(src))]
