@@ -331,6 +331,8 @@ def scale(settings: Settings, tenant: str, corpus: Corpus, mems: dict[str, Any],
               f"[load {load()}]")  # fmt: skip
     out.print(f"   every question asked of it (hybrid, k={args.k}), server-reported {dist(big.server_ms)}"
               + (f"  errors: {big.errors}" if big.errors else ""))  # fmt: skip
+    out.print(f"   (the first pass, right after the load, with the memory not yet in Postgres's cache: "
+              f"{dist(big.cold_ms)})")  # fmt: skip
 
 
 def dump(path: Path, corpus: Corpus, run: ModeRun) -> None:
