@@ -65,9 +65,12 @@ case "$cmd" in
     # A temp root of this run's own: pytest keeps only its last three base dirs under the shared
     # /tmp/pytest-of-<user>, so another pytest started meanwhile would delete this run's live
     # Postgres and Kafka data from under it.
-    PYTEST_DEBUG_TEMPROOT="$(mktemp -d)" .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+    temproot="$(mktemp -d)"
+    PYTEST_DEBUG_TEMPROOT="$temproot" .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
     rc=$?
     set -e
+    # Its brokers' logs and databases (about 0.7 GB) are of no use once the run has reported.
+    rm -rf "$temproot"
     # pytest exits 5 when it collected no tests: that is a failure, not a pass.
     if [ "$rc" -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi
     exit "$rc"

@@ -1,8 +1,9 @@
-"""A whole HiveMem (Kafka, Postgres, services) in a temporary home, for one benchmark run."""
+"""A whole HiveMem (Kafka, Postgres, services) in a temporary home, for one benchmark run; the home is removed after."""
 
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,6 +41,8 @@ def running_stack(tenants: dict[str, bool] | None = None, tiers: dict[str, str] 
         yield stack
     finally:
         stack.stop()
+        # The broker's log and the database of one run: 0.3-3.5 GB each, which filled the disk after a day of runs.
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @contextmanager
