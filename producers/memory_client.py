@@ -53,6 +53,7 @@ class Hit(_View):
     supersedes: str | None = None
     superseded_by: str | None = None
     source_ids: list[str] = []
+    modifiers: list[tuple[str, float]] = []  # the confidence modifiers applied, e.g. ("newer_evidence", -0.3)
 
 
 class LayerStep(_View):

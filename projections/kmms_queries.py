@@ -31,7 +31,7 @@ from governance.kmms.confidence import NodeSignals, score
 from governance.kmms.strength import is_forgotten, strength_at
 from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
-from projections.kmms_rerank import RECENCY, best_units, newest_first
+from projections.kmms_rerank import RECENCY, best_units, newest_first, outdated_facts
 from projections.kmms_search import Memory, Mode, NodeRow, UnitHit, node_candidates, unit_candidates
 from projections.queries import tenant_tx
 
@@ -185,11 +185,12 @@ class SearchParams:
     abstain_below: float = ABSTAIN_BELOW
 
 
-def _hit_from_node(n: NodeRow, now: int, current_query: bool) -> MemoryHit:
+def _hit_from_node(n: NodeRow, now: int, current_query: bool, newer_evidence: bool = False) -> MemoryHit:
     superseded = n.status == "SUPERSEDED"
     s = strength_at(n.strength, n.last_verified or n.logged_at, now)
     evidence = len(set(n.source_ids))
-    c = score(NodeSignals(n.layer, n.similarity, evidence, n.last_verified, s, superseded), now, current_query)
+    signals = NodeSignals(n.layer, n.similarity, evidence, n.last_verified, s, superseded, newer_evidence)
+    c = score(signals, now, current_query)
     return MemoryHit(layer=n.layer, node_id=n.node_id, score=round(n.fused, 6), similarity=round(n.similarity, 4),
                      confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
                      modifiers=[(name, d) for name, d in c.modifiers], text=n.content, valid_from=n.valid_from,
@@ -239,10 +240,12 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
             chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)
             nodes = [*chains, *(n for n in nodes if n.layer != 2)]
         ranked = best_units(units, RECENCY if current_query else 0.0)[: sp.k]
+        outdated: dict[str, int] = {}  # fact node id -> the index in ranked of a later hit on its topic
         if intent.kind == "CURRENT":
-            ranked = await newest_first(conn, m, sp.model, ranked)
+            ranked, pairs = await newest_first(conn, m, sp.model, ranked)
+            outdated = await outdated_facts(conn, m, ranked, pairs, nodes)
     eval_at = as_of
-    node_hits = [_hit_from_node(n, eval_at, current_query) for n in nodes
+    node_hits = [_hit_from_node(n, eval_at, current_query, n.node_id in outdated) for n in nodes
                  if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
                  or intent.kind == "EVOLUTION"]  # fmt: skip
     l4 = [_hit_from_unit(u, eval_at) for u in ranked]
@@ -251,7 +254,7 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     provenance: list[str] = []
     answer: MemoryHit | None = None
     for layer in (1, 2, 3, 4):
-        candidates = [h for h in (l4 if layer == 4 else node_hits) if h.layer == layer]
+        candidates = [h for h in (l4 if layer == 4 else node_hits) if h.layer == layer and h.node_id not in outdated]
         best = max(candidates, key=lambda h: h.similarity, default=None)
         covered = best is not None and all(t in (best.text + " " + (best.entity or "")).lower() for t in terms)
         v = judge_layer(layer, best.similarity if best else None, covered, floor, sp.tau, floor_reason)
@@ -270,7 +273,7 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     confidence = 0.0 if answer is None else answer.confidence
     if abstained and answer is not None:
         confidence = min(confidence, 0.30 if terms else 0.0)  # L0 at most: "I have something on this topic"
-    hits = [*(node_hits if intent.kind == "EVOLUTION" else node_hits[: sp.k]), *l4]
+    hits = place_after(node_hits if intent.kind == "EVOLUTION" else node_hits[: sp.k], l4, outdated)
     return SearchResult(
         query=sp.query, as_of=as_of, temporal_intent=intent.kind, window_start=intent.start_ms,
         window_end=intent.end_ms, temporal_cues=list(intent.cues), entities=terms,
@@ -278,6 +281,18 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
         hedging_prefix=_hedge(confidence), layer_meaning=None if answer is None else answer.layer_meaning,
         abstained=abstained, superseded_fallback=fallback, drill=drill, provenance=provenance, hits=hits,
         latency_ms=round((time.perf_counter() - started) * 1000, 3))  # fmt: skip
+
+
+def place_after(nodes: list[MemoryHit], l4: list[MemoryHit], outdated: dict[str, int]) -> list[MemoryHit]:
+    """Nodes first, then episodes; an outdated fact right after the later episode on its topic."""
+    after: dict[int, list[MemoryHit]] = {}
+    for h in nodes:
+        if h.node_id in outdated:
+            after.setdefault(outdated[h.node_id], []).append(h)
+    out = [h for h in nodes if h.node_id not in outdated]
+    for i, h in enumerate(l4):
+        out += [h, *after.get(i, [])]
+    return out
 
 
 def _hedge(value: float) -> str | None:

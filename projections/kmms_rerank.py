@@ -5,14 +5,17 @@ read from the memory's vectors."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
-from governance.kmms.recency import newest_first_within_topics
-from projections.kmms_search import Memory, UnitHit, unit_similarities
+from governance.kmms.recency import FactEvidence, newer_in_topic, newest_first_within_topics, topics_of
+from projections.kmms_search import Memory, NodeRow, UnitHit, unit_similarities
 
 RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0.05"))  # docs/kmms.md, "Retrieval"
 # Two hits whose vectors are this similar tell of the same thing (> 1: off); docs/kmms.md, "Retrieval".
 SAME_TOPIC = float(os.environ.get("HIVEMEM_KMMS_SAME_TOPIC", "0.45"))
+# A current fact and a later hit this similar: the later one may have changed the fact (> 1: off).
+FACT_TOPIC = float(os.environ.get("HIVEMEM_KMMS_FACT_TOPIC", "0.30"))
 
 
 def best_units(units: list[UnitHit], recency: float = 0.0) -> list[UnitHit]:
@@ -30,14 +33,50 @@ def best_units(units: list[UnitHit], recency: float = 0.0) -> list[UnitHit]:
     return ranked
 
 
-async def newest_first(conn: Any, m: Memory, model: str, ranked: list[UnitHit]) -> list[UnitHit]:
-    """Hits about the same thing take their places newest first."""
+async def newest_first(conn: Any, m: Memory, model: str,
+                       ranked: list[UnitHit]) -> tuple[list[UnitHit], dict[tuple[str, str], float]]:  # fmt: skip
+    """Hits about the same thing take their places newest first; returned with the similarities of their units
+    (keyed (a, b), a < b), for ``outdated_facts``."""
     if len(ranked) < 2 or SAME_TOPIC > 1:
-        return ranked
+        return ranked, {}
     pairs = await unit_similarities(conn, m, model, [u.unit_id for u in ranked])
+    order = newest_first_within_topics([u.occurred_at for u in ranked], _similar(ranked, pairs), SAME_TOPIC)
+    return [ranked[i] for i in order], pairs
 
+
+def _similar(ranked: list[UnitHit], pairs: dict[tuple[str, str], float]) -> Callable[[int, int], float | None]:
     def similar(i: int, j: int) -> float | None:
         a, b = sorted((ranked[i].unit_id, ranked[j].unit_id))
         return pairs.get((a, b))
 
-    return [ranked[i] for i in newest_first_within_topics([u.occurred_at for u in ranked], similar, SAME_TOPIC)]
+    return similar
+
+
+async def outdated_facts(conn: Any, m: Memory, ranked: list[UnitHit], pairs: dict[tuple[str, str], float],
+                         facts: list[NodeRow]) -> dict[str, int]:  # fmt: skip
+    """Current L2 facts that a later hit on their topic may have changed (``governance.kmms.recency``): node id ->
+    the index in ``ranked`` of that hit. A fact's episodes are its sources, or its sources' sources (an L3
+    summary's episodes)."""
+    facts = [f for f in facts if f.layer == 2 and f.status == "CURRENT"]
+    if not facts or not pairs or FACT_TOPIC > 1:
+        return {}
+    sources = sorted({s for f in facts for s in f.source_ids})
+    cur = await conn.execute("SELECT node_id, source_ids FROM kmms.kmms_nodes WHERE tenant = %s AND node_id = ANY(%s)",
+                             (m.tenant, sources))  # fmt: skip
+    below = {str(r[0]): [str(x) for x in r[1] or []] for r in await cur.fetchall()}
+    episodes = {f.node_id: {e for s in f.source_ids for e in below.get(s, [s])} for f in facts}
+    cur = await conn.execute(
+        "SELECT episode_id, occurred_at FROM kmms.kmms_episodes WHERE tenant = %s AND episode_id = ANY(%s)",
+        (m.tenant, sorted({e for eps in episodes.values() for e in eps})),
+    )
+    at = {str(r[0]): int(str(r[1])) for r in await cur.fetchall()}
+    hits = [(u.episode_id, u.occurred_at, u.text) for u in ranked]
+    topic = topics_of(len(ranked), _similar(ranked, pairs), FACT_TOPIC)
+    out: dict[str, int] = {}
+    for f in facts:
+        eps = episodes[f.node_id]
+        latest = max([f.valid_from, *(at[e] for e in eps if e in at)])
+        j = newer_in_topic(hits, topic, FactEvidence(eps, latest, f.fact_value))
+        if j is not None:
+            out[f.node_id] = j
+    return out

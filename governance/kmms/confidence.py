@@ -15,6 +15,9 @@ Decisions (beyond the seed):
 * Evidence count is the number of distinct source nodes; the caller counts, we compare.
 * The superseded penalty applies only when the query is about the current state; for an evolution or
   point-in-time query a superseded version is the right answer.
+* ``newer_evidence`` (HiveMem's, not the seed's) is the superseded penalty's twin for a fact that is still
+  current in the log but that a later episode on its topic may have changed (``governance.kmms.recency``):
+  same weight, same condition, never both.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ STALE = ("stale", -0.10)
 WEAK_MATCH = ("weak_match", -0.10)
 WEAK_NODE = ("weak_node", -0.10)
 SUPERSEDED = ("superseded", -0.30)
+NEWER_EVIDENCE = ("newer_evidence", -0.30)
 
 HEDGE_NONE_FROM = 0.90
 HEDGE_DISCUSSIONS = "Based on our discussions..."
@@ -67,6 +71,7 @@ class NodeSignals:
     last_verified_ms: int | None  # None: never verified
     strength: float  # decayed strength at query time
     superseded: bool  # the node has been superseded by a newer version
+    newer_evidence: bool = False  # a later episode on the node's topic may have changed it
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,8 @@ def modifiers(signals: NodeSignals, now_ms: int, current_query: bool) -> tuple[t
         applied.append(WEAK_NODE)
     if signals.superseded and current_query:
         applied.append(SUPERSEDED)
+    elif signals.newer_evidence and current_query:
+        applied.append(NEWER_EVIDENCE)
     return tuple(applied)
 
 

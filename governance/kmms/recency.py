@@ -9,18 +9,25 @@ top-k holds changes only when a topic spans the k boundary.
 
 Decisions: the permutation is stable (equal times keep their order); a hit with no vector (None in
 ``similar``) is a topic of its own; ``theta`` > 1 switches the rule off.
+
+The same topics judge an L2 fact (``newer_in_topic``). A fact is read from episodes by patterns (or a
+model) that may miss how a value changed: "my favourite show is Dark" (May) makes a fact, "I've moved
+on to Fleabag" (August) does not supersede it. So on a question about the present, a current fact
+whose episodes share a topic with a later episode among the hits is not trusted over that episode:
+the newer episode may have changed the value. It is placed after that episode and loses confidence
+(``governance.kmms.confidence.NEWER_EVIDENCE``); if the later episode only repeats the value, the
+caller still reads the same value first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 
 
-def newest_first_within_topics(
-    times: Sequence[int], similar: Callable[[int, int], float | None], theta: float
-) -> list[int]:
-    """The new order, as indices into ``times`` (the hits in ranked order)."""
-    n = len(times)
+def topics_of(n: int, similar: Callable[[int, int], float | None], theta: float) -> list[int]:
+    """Each of ``n`` hits' topic: the index of the first hit of its connected component."""
     parent = list(range(n))
 
     def root(i: int) -> int:
@@ -33,13 +40,63 @@ def newest_first_within_topics(
         for j in range(i + 1, n):
             s = similar(i, j)
             if s is not None and s >= theta:
-                parent[root(j)] = root(i)
+                a, b = root(i), root(j)
+                parent[max(a, b)] = min(a, b)
+    return [root(i) for i in range(n)]
+
+
+def newest_first_within_topics(
+    times: Sequence[int], similar: Callable[[int, int], float | None], theta: float
+) -> list[int]:
+    """The new order, as indices into ``times`` (the hits in ranked order)."""
+    return newest_first_by_topic(times, topics_of(len(times), similar, theta))
+
+
+def newest_first_by_topic(times: Sequence[int], topic: Sequence[int]) -> list[int]:
+    """The new order of hits whose topics are known (``topics_of``)."""
+    n = len(times)
     topics: dict[int, list[int]] = {}
-    for i in range(n):
-        topics.setdefault(root(i), []).append(i)
+    for i, t in enumerate(topic):
+        topics.setdefault(t, []).append(i)
     order = list(range(n))
     for slots in topics.values():
         if len(slots) > 1:
             for slot, i in zip(slots, sorted(slots, key=lambda i: -times[i]), strict=True):
                 order[slot] = i
     return order
+
+
+# A later episode that names a fact's value with none of these words repeats the fact ("Dark is still my
+# favourite show"); with one of them it may be its change ("forget Severance, I'm into Andor now").
+_CHANGE = re.compile(r"\b(?:moved|relocated|switched|changed|now|no longer|new|anymore|any more|nowadays|since|"
+                     r"started|joined|left|quit|forget|forgot|instead|used to|stopped|gave up|replaced)\b",
+                     re.IGNORECASE)  # fmt: skip
+
+
+def repeats(text: str, value: str | None) -> bool:
+    """``text`` names ``value`` (whole words, any case) and says nothing of a change."""
+    if not value or not value.strip():
+        return False
+    named = re.search(r"(?<!\w)" + re.escape(value.strip()) + r"(?!\w)", text, re.IGNORECASE)
+    return named is not None and _CHANGE.search(text) is None
+
+
+@dataclass(frozen=True)
+class FactEvidence:
+    """What an L2 fact was read from: its episodes, its own time (the later of its validity start and its newest
+    episode's time) and its value."""
+
+    episodes: Collection[str]
+    latest: int
+    value: str | None = None
+
+
+def newer_in_topic(hits: Sequence[tuple[str, int, str]], topic: Sequence[int], fact: FactEvidence) -> int | None:
+    """The index of the newest hit (episode id, time, text) later than the fact, of the topic of a hit it was read
+    from, that does not merely repeat its value; None when the fact's episodes are not among the hits or nothing
+    later tells of their topic otherwise."""
+    own = {topic[i] for i, (episode, _, _) in enumerate(hits) if episode in fact.episodes}
+    later = [i for i, (episode, at, text) in enumerate(hits)
+             if topic[i] in own and episode not in fact.episodes and at > fact.latest
+             and not repeats(text, fact.value)]  # fmt: skip
+    return max(later, key=lambda i: (hits[i][1], -i), default=None)

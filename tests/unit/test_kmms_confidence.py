@@ -102,6 +102,14 @@ def test_superseded_only_penalised_on_current_queries() -> None:
     assert _score(current_query=True, superseded=True).value == 0.45
 
 
+def test_newer_evidence_is_the_superseded_penalty_for_a_fact_the_log_still_holds_current() -> None:
+    assert _score(current_query=True, newer_evidence=True).modifiers == (("newer_evidence", -0.30),)
+    assert _score(current_query=True, newer_evidence=True).value == 0.45
+    assert _score(current_query=False, newer_evidence=True).modifiers == ()
+    # never both: a superseded node is penalised once, as superseded
+    assert _score(current_query=True, superseded=True, newer_evidence=True).modifiers == (("superseded", -0.30),)
+
+
 def test_modifiers_in_fixed_order_and_summed() -> None:
     c = _score(layer=3, evidence_count=9, similarity=0.95, last_verified_ms=NOW - DAY, strength=0.1, superseded=True)
     assert [n for n, _ in c.modifiers] == [
