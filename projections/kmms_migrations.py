@@ -1,5 +1,6 @@
-"""Migrations 13, 14 and 20: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read model
-(``kmms``); erasure (14); full-text candidates through the text index under row-level security (20)."""
+"""Migrations 13, 14, 20 and 24: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read model
+(``kmms``); erasure (14); full-text candidates through the text index under row-level security (20); the
+lexemes too common to select candidates by (24)."""
 
 from __future__ import annotations
 
@@ -56,4 +57,26 @@ def kmms_text_matches_migration() -> list[str]:
             END $$""",
         f"REVOKE EXECUTE ON FUNCTION kmms.unit_text_matches({_TEXT_MATCHES_ARGS}) FROM PUBLIC",
         f"GRANT EXECUTE ON FUNCTION kmms.unit_text_matches({_TEXT_MATCHES_ARGS}) TO {APP_ROLE}",
+    ]
+
+
+def kmms_common_lexemes_migration() -> list[str]:
+    """``kmms.common_lexemes``: the lexemes at least ``p_min`` of the units hold, from the planner's statistics.
+
+    A large memory's full-text candidates are its most recent units holding any query lexeme; for a lexeme a
+    fiftieth of the units hold ("show", "work") that means reading every one of them (60-90 ms at 400,000 units)
+    for a term BM25 gives almost no weight. The search leaves such lexemes out of the candidate query. The
+    shares come from ``pg_stats`` (the table's most common elements, all memories together), which hides the
+    statistics of a row-level-secured table from the application role: hence a function run as the owner. It
+    returns lexemes only, never rows or counts of a tenant."""
+    return [
+        """CREATE FUNCTION kmms.common_lexemes(p_min real) RETURNS SETOF text
+            LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+                SELECT x.lexeme FROM pg_stats s,
+                    unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS x(lexeme, share)
+                WHERE s.schemaname = 'kmms' AND s.tablename = 'kmms_units' AND s.attname = 'tsv'
+                    AND x.lexeme IS NOT NULL AND x.share >= p_min
+            $$""",
+        "REVOKE EXECUTE ON FUNCTION kmms.common_lexemes(real) FROM PUBLIC",
+        f"GRANT EXECUTE ON FUNCTION kmms.common_lexemes(real) TO {APP_ROLE}",
     ]

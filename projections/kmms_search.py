@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from psycopg import AsyncConnection
 
-from governance.kmms.bm25 import bm25, query_lexemes, term_frequencies
+from governance.kmms.bm25 import bm25, candidate_query, query_lexemes, term_frequencies
 from governance.kmms.fusion import rrf
 from governance.kmms.units import MAX_SENTENCES, SENTENCE
 
@@ -119,6 +119,11 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     ]
 
 
+# A large memory's full-text candidates are selected by its query's lexemes that fewer than this share of the
+# units hold (kmms.common_lexemes, migration 24), and ranked by those: a lexeme a fiftieth of the units hold
+# means reading all of them (60-90 ms at 400,000 units) for a term BM25 weighs at next to nothing. 1: off.
+COMMON_SHARE = float(os.environ.get("HIVEMEM_KMMS_COMMON_LEXEME", "0.01"))
+_common: tuple[float, frozenset[str]] = (-1e9, frozenset())  # (monotonic time read, the lexemes)
 BM25_CANDIDATES = 2_000  # units holding a query lexeme, ranked in Python; a memory's recent ones first
 # BM25's corpus statistics (units, average length) of a memory are read exactly while it is small; a large
 # one's are kept this long per process: reading them means reading every unit's tsvector (140 ms at 400,000
@@ -167,6 +172,18 @@ async def _window_units(conn: Conn, where: str, p: dict[str, Any]) -> int:
     return int(str(row[0])) if row else 0
 
 
+async def _lexemes_and_common(conn: Conn, p: dict[str, Any]) -> tuple[list[str], frozenset[str]]:
+    """The query's lexemes, and the common ones (``COMMON_SHARE``; the set is read once a minute)."""
+    global _common
+    cur = await conn.execute("SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')", p)
+    row = await cur.fetchone()
+    terms = query_lexemes(str(row[0])) if row else []
+    if terms and time.monotonic() - _common[0] > STATS_TTL_S:
+        cur = await conn.execute("SELECT kmms.common_lexemes(%s::real)", (COMMON_SHARE,))
+        _common = (time.monotonic(), frozenset(str(r[0]) for r in await cur.fetchall()))
+    return terms, _common[1]
+
+
 async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float]:
     key = (str(p["t"]), str(p["c"]), str(p["s"]))
     cached = _stats.get(key)
@@ -185,14 +202,20 @@ async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float]:
 async def _bm25_units(conn: Conn, p: dict[str, Any]) -> list[str]:
     # Through kmms.unit_text_matches (migration 20): under row-level security a plain query could not use
     # the text index. It applies the same memory, time and thread conditions as ``where``.
+    total, avg_len = await _corpus_stats(conn, p)
+    query, tsq = f"{_TSQ}, ", "qq.q"
+    if total >= EXACT_STATS_BELOW and COMMON_SHARE < 1:
+        rare = candidate_query(*await _lexemes_and_common(conn, p))
+        if rare is None:  # only common words: their candidates are the memory's most recent units, ranked by noise
+            return []
+        query, tsq, p = "", "%(rare)s::tsquery", {**p, "rare": rare}
     cur = await conn.execute(  # type: ignore[arg-type]
-        f"SELECT qq.q::text, m.unit_id, m.lexemes, m.tsv FROM {_TSQ}, "
-        "kmms.unit_text_matches(%(c)s, %(s)s, qq.q, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
+        f"SELECT {tsq}::text, m.unit_id, m.lexemes, m.tsv FROM {query}"
+        f"kmms.unit_text_matches(%(c)s, %(s)s, {tsq}, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
         {**p, "cap": BM25_CANDIDATES})  # fmt: skip
     rows = await cur.fetchall()
     if not rows:
         return []
-    total, avg_len = await _corpus_stats(conn, p)
     terms = query_lexemes(str(rows[0][0]))
     docs = ((str(r[1]), term_frequencies(str(r[3]), terms), int(str(r[2]))) for r in rows)
     ranked = bm25(terms, docs, total, avg_len)

@@ -16,7 +16,12 @@ from projections.caml_migrations import caml_migration
 from projections.clam_migrations import clam_migration
 from projections.dashboard.migration import clam_dashboard_migration, dashboard_migration
 from projections.http_migrations import HTTP_MIGRATION_10
-from projections.kmms_migrations import kmms_erasure_migration, kmms_migration, kmms_text_matches_migration
+from projections.kmms_migrations import (
+    kmms_common_lexemes_migration,
+    kmms_erasure_migration,
+    kmms_migration,
+    kmms_text_matches_migration,
+)
 from projections.kmp_migrations import kmp_migration
 from projections.kstar_migrations import kstar_migration
 from projections.read_models import APP_ROLE
@@ -163,6 +168,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (21, "audit: refusals by event id", lambda: _AUDIT_REFUSALS),
     (22, "outbox seqs drawn from a per-session cache", lambda: _OUTBOX_SEQ_CACHE),
     (23, "governance processor: proposal state as text", lambda: _PROPOSAL_STATE_TEXT),
+    (24, "kmms: common lexemes left out of large memories' full-text candidates", kmms_common_lexemes_migration),
 ]  # fmt: skip
 
 

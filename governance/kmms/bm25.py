@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 K1, B = 1.2, 0.75
 _LEXEME = re.compile(r"'((?:[^']|'')+)'(?::([\d,A-D]+))?")
@@ -68,3 +68,17 @@ def bm25(terms: Sequence[str], docs: Iterable[tuple[str, Mapping[str, int], int]
                 s += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * length / avg))
         scored.append((doc_id, s))
     return sorted(scored, key=lambda x: (-x[1], x[0]))
+
+
+def candidate_query(terms: Sequence[str], common: Collection[str]) -> str | None:
+    """The tsquery text (an OR) that selects a large memory's full-text candidates: the query's terms that are
+    not ``common`` (held by a large share of the units, which BM25 weighs at next to nothing and which would
+    make the candidates every recent unit). None when no term is left: full text has nothing to rank by."""
+    rare = [t for t in terms if t not in common]
+    return " | ".join(quoted(t) for t in rare) if rare else None
+
+
+def quoted(lexeme: str) -> str:
+    """A lexeme as ``query_lexemes`` reads it (a backslash still escaped, as Postgres prints it) back into a
+    tsquery operand: quoted, quotes doubled."""
+    return "'" + lexeme.replace("'", "''") + "'"

@@ -119,6 +119,57 @@ def test_modes_find_the_session(person: MemoryClient) -> None:
         assert next(h.session_id for h in res.hits if h.layer == 4) == "s-5", mode
 
 
+def test_common_lexemes_are_the_owners_statistics_read_by_the_app_role(person: MemoryClient, stack: Stack) -> None:
+    """kmms.common_lexemes (migration 24): pg_stats hides a row-level-secured table's statistics from the
+    application role; the function shows it the most common lexemes, and only those."""
+    settings: Settings = stack.settings
+    with connect(settings.require_database(), autocommit=True) as owner:
+        owner.execute("ANALYZE kmms.kmms_units")
+        stats = owner.execute(
+            "SELECT x.e FROM pg_stats s, unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) "
+            "AS x(e, f) WHERE s.schemaname = 'kmms' AND s.tablename = 'kmms_units' AND s.attname = 'tsv' "
+            "AND x.e IS NOT NULL AND x.f >= 0.05"
+        ).fetchall()
+    with connect(settings.app_database_url(settings.load_config()), autocommit=True) as app:
+        hidden = app.execute("SELECT count(*) FROM pg_stats WHERE schemaname = 'kmms'").fetchone()
+        common = app.execute("SELECT kmms.common_lexemes(0.05)").fetchall()
+    assert hidden == (0,)
+    assert {r[0] for r in common} == {r[0] for r in stats} and common
+
+
+def test_a_large_memorys_full_text_selects_by_its_rarer_lexemes(person: MemoryClient, stack: Stack,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """In process, on the real read model: with the person's memory counted as large, a common lexeme
+    ("bread") no longer selects candidates, a rare one ("sourdough") still finds the session, and a question
+    of common lexemes only has no full-text candidates."""
+    import asyncio
+    import time
+
+    from psycopg_pool import AsyncConnectionPool
+
+    from projections import kmms_search
+    from projections.kmms_queries import SearchParams, search
+
+    settings: Settings = stack.settings
+    monkeypatch.setattr(kmms_search, "EXACT_STATS_BELOW", 0)
+
+    async def sessions(query: str, common: set[str]) -> list[str | None]:
+        monkeypatch.setattr(kmms_search, "_common", (time.monotonic(), frozenset(common)))
+        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=1,
+                                   open=False)  # fmt: skip
+        await pool.open()
+        try:
+            res = await search(pool, kmms_search.Memory("mem-b", CLAW, "ana"),
+                               SearchParams(query, None, "none", k=3, mode="text"))  # fmt: skip
+        finally:
+            await pool.close()
+        return [h.session_id for h in res.hits if h.layer == 4]
+
+    assert asyncio.run(sessions("sourdough bread crust", {"bread", "crust"}))[:1] == ["s-5"]
+    assert asyncio.run(sessions("bread crust", {"bread", "crust"})) == []
+    assert asyncio.run(sessions("bread crust", set()))[:1] == ["s-5"]
+
+
 def test_full_text_candidates_keep_to_the_transactions_tenant(person: MemoryClient, stack: Stack) -> None:
     """kmms.unit_text_matches runs as the tables' owner (so the text index is used under row-level
     security); it must still show the application role only its own tenant's units."""

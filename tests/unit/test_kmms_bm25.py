@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from governance.kmms.bm25 import K1, B, bm25, query_lexemes, term_frequencies
+from governance.kmms.bm25 import K1, B, bm25, candidate_query, query_lexemes, quoted, term_frequencies
 
 _ENTRY = re.compile(r"'((?:[^']|'')+)'(?::([\d,A-D]+))?")
 
@@ -53,3 +53,18 @@ def test_rare_terms_outweigh_common_ones_and_scores_are_exact() -> None:
 def test_a_longer_unit_scores_lower_for_the_same_match() -> None:
     ranked = bm25(["kayak"], [("short", {"kayak": 1}, 3), ("long", {"kayak": 1}, 30)], total_docs=5, avg_len=8)
     assert [d for d, _ in ranked] == ["short", "long"] and ranked[0][1] > ranked[1][1]
+
+
+def test_candidates_leave_common_lexemes_out() -> None:
+    assert candidate_query(["show", "tortois", "favourit"], {"show", "favourit"}) == "'tortois'"
+    assert candidate_query(["show", "tortois"], set()) == "'show' | 'tortois'"
+    assert candidate_query(["show", "work"], {"show", "work", "get"}) is None  # nothing left to rank by
+    assert candidate_query([], set()) is None
+
+
+def test_quoted_lexemes_parse_back() -> None:
+    # what query_lexemes reads from Postgres's text form, quoted again, reads back the same
+    for text in ["'o''brien'", "'back\\\\slash'", "'café' | 'i/o'", "'1.6'"]:
+        lexemes = query_lexemes(text)
+        assert query_lexemes(" | ".join(quoted(x) for x in lexemes)) == lexemes
+    assert quoted("o'brien") == "'o''brien'"
