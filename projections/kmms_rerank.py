@@ -70,7 +70,7 @@ async def outdated_facts(conn: Any, m: Memory, ranked: list[UnitHit], pairs: dic
         (m.tenant, sorted({e for eps in episodes.values() for e in eps})),
     )
     at = {str(r[0]): int(str(r[1])) for r in await cur.fetchall()}
-    hits = [(u.episode_id, u.occurred_at, u.text) for u in ranked]
+    hits = [(u.episode_id, u.occurred_at, u.text, u.similarity) for u in ranked]
     topic = topics_of(len(ranked), _similar(ranked, pairs), FACT_TOPIC)
     out: dict[str, int] = {}
     for f in facts:

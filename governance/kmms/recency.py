@@ -13,7 +13,8 @@ Decisions: the permutation is stable (equal times keep their order); a hit with 
 The same topics judge an L2 fact (``newer_in_topic``). A fact is read from episodes by patterns (or a
 model) that may miss how a value changed: "my favourite show is Dark" (May) makes a fact, "I've moved
 on to Fleabag" (August) does not supersede it. So on a question about the present, a current fact
-whose episodes share a topic with a later episode among the hits is not trusted over that episode:
+whose episodes share a topic with a later episode among the hits, about as relevant to the question, is not
+trusted over that episode:
 the newer episode may have changed the value. It is placed after that episode and loses confidence
 (``governance.kmms.confidence.NEWER_EVIDENCE``); if the later episode only repeats the value, the
 caller still reads the same value first.
@@ -91,12 +92,24 @@ class FactEvidence:
     value: str | None = None
 
 
-def newer_in_topic(hits: Sequence[tuple[str, int, str]], topic: Sequence[int], fact: FactEvidence) -> int | None:
-    """The index of the newest hit (episode id, time, text) later than the fact, of the topic of a hit it was read
-    from, that does not merely repeat its value; None when the fact's episodes are not among the hits or nothing
-    later tells of their topic otherwise."""
-    own = {topic[i] for i, (episode, _, _) in enumerate(hits) if episode in fact.episodes}
-    later = [i for i, (episode, at, text) in enumerate(hits)
-             if topic[i] in own and episode not in fact.episodes and at > fact.latest
-             and not repeats(text, fact.value)]  # fmt: skip
+# A later hit is only a candidate change when it answers the question about as well as the hits the fact was
+# read from: at least this share of their best similarity to the question. "I cooked a risotto for my new
+# neighbours" (0.10) tells of the same move as "I moved to Porto" (0.25) but not of where one lives.
+AS_RELEVANT = 0.6
+
+
+def newer_in_topic(hits: Sequence[tuple[str, int, str, float]], topic: Sequence[int], fact: FactEvidence,
+                   as_relevant: float = AS_RELEVANT) -> int | None:  # fmt: skip
+    """The index of the newest hit (episode id, time, text, similarity to the question) later than the fact, of
+    the topic of a hit it was read from, about as relevant to the question as those (``as_relevant``), that
+    does not merely repeat its value; None when the fact's episodes are not among the hits or nothing later
+    tells of their topic otherwise."""
+    own = [i for i, h in enumerate(hits) if h[0] in fact.episodes]
+    if not own:
+        return None
+    topics = {topic[i] for i in own}
+    floor = as_relevant * max(hits[i][3] for i in own)
+    later = [i for i, (episode, at, text, similarity) in enumerate(hits)
+             if topic[i] in topics and episode not in fact.episodes and at > fact.latest
+             and similarity >= floor and not repeats(text, fact.value)]  # fmt: skip
     return max(later, key=lambda i: (hits[i][1], -i), default=None)

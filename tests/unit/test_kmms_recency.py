@@ -62,10 +62,10 @@ def test_topics_are_labelled_by_their_first_hit() -> None:
 
 # Hits in ranked order as (episode, time): the fact "favourite show: Dark" was read from e-may (time 5).
 HITS = [
-    ("e-aug", 8, "I've moved on to Fleabag"),
-    ("e-other", 9, "a lemon tart"),
-    ("e-may", 5, "my show is Dark"),
-    ("e-june", 6, "I watched Severance"),
+    ("e-aug", 8, "I've moved on to Fleabag", 0.5),
+    ("e-other", 9, "a lemon tart", 0.2),
+    ("e-may", 5, "my show is Dark", 0.6),
+    ("e-june", 6, "I watched Severance", 0.4),
 ]
 
 
@@ -87,15 +87,15 @@ def test_a_fact_as_new_as_its_topic_or_read_from_the_newest_hit_stands() -> None
 
 
 def test_ties_go_to_the_better_ranked_hit() -> None:
-    hits = [("a", 5, ""), ("b", 7, ""), ("c", 7, "")]
+    hits = [("a", 5, "", 0.5), ("b", 7, "", 0.5), ("c", 7, "", 0.5)]
     assert newer_in_topic(hits, [0, 0, 0], FactEvidence({"a"}, 5)) == 1
 
 
 def test_a_later_hit_that_repeats_the_value_confirms_it() -> None:
-    hits = [("e-mar", 9, "Dark is still my favourite show"), ("e-jan", 5, "my favourite show is Dark")]
+    hits = [("e-mar", 9, "Dark is still my favourite show", 0.5), ("e-jan", 5, "my favourite show is Dark", 0.5)]
     assert newer_in_topic(hits, [0, 0], FactEvidence({"e-jan"}, 5, "Dark")) is None
     # naming the old value beside a change is a change
-    hits = [("e-aug", 9, "forget Dark, I'm obsessed with Andor now"), ("e-jan", 5, "my favourite show is Dark")]
+    hits = [("e-aug", 9, "forget Dark, I'm into Andor now", 0.5), ("e-jan", 5, "my favourite show is Dark", 0.5)]
     assert newer_in_topic(hits, [0, 0], FactEvidence({"e-jan"}, 5, "Dark")) == 0
 
 
@@ -105,3 +105,12 @@ def test_repeats_needs_the_whole_value_and_no_change_word() -> None:
     assert not repeats("I no longer watch Dark", "Dark")
     assert not repeats("anything", None) and not repeats("anything", " ")
     assert repeats("I live in Porto (Portugal)", "Porto")
+
+
+def test_a_later_hit_must_answer_the_question_about_as_well_as_the_facts_own() -> None:
+    # "I moved to Porto" (0.25) made the fact; "a risotto for my new neighbours" (0.10) is later, same topic
+    hits = [("e-porto", 5, "I moved to Porto", 0.25), ("e-risotto", 9, "a risotto for my new neighbours", 0.10)]
+    fact = FactEvidence({"e-porto"}, 5, "Porto")
+    assert newer_in_topic(hits, [0, 0], fact) is None
+    assert newer_in_topic(hits, [0, 0], fact, as_relevant=0.4) == 1  # 0.10 >= 0.4 * 0.25
+    assert newer_in_topic([("e-porto", 5, "", 0.25), ("e-x", 9, "", 0.15)], [0, 0], fact) == 1  # 0.15 >= 0.6 * 0.25
