@@ -72,13 +72,16 @@ def test_heavily_refuted_observation_is_deactivated_and_leaves_recall(stack: Sta
     for i in range(5):
         caml(stack, "caml-b" if i % 2 else "caml-c").validate(oid, "REFUTED")
     # f=5, v=0: 5 >= 5 and 1.0 >= 0.6 -> inactive, never recalled again; -5 per refutation, -15 once, clamped at 0.
-    assert oid not in _recall_ids(reader, query)
+    # The 5th verdict is the validation's; the deactivation it causes is folded right after it (the suite once
+    # recalled the observation in between), so wait for it, then it must stay out.
+    wait_until(lambda: oid not in _recall_ids(reader, query), timeout=10, what="deactivated")
     history = rep_history(stack, "caml-a", claw_of(author), 7)
     assert [r for r, _, _ in history] == ["OBSERVATION_ACCEPTED", *["REFUTED"] * 5, "HEAVILY_REFUTED"]
     assert history[-1][2] == 0.0
     with pytest.raises(CamlError) as gone:
         caml(stack, "caml-c").validate(oid, "CONFIRMED")
     assert gone.value.code == "OBSERVATION_INACTIVE"
+    assert oid not in _recall_ids(reader, query)
 
 
 @pytest.mark.parametrize(
