@@ -93,7 +93,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             ranked = await _nearest(conn, where, p, 3 * n, window)
         rankings.append(list(dict.fromkeys(ranked))[:n])
     if mode in ("hybrid", "text") and text.strip():
-        rankings.append(await _bm25_units(conn, p))
+        rankings.append(await _bm25_units(conn, p, prune=bool(rankings)))
     fused = rrf(rankings, weights=_weights(rankings, mode))[:n]
     if not fused:
         return []
@@ -199,12 +199,14 @@ async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float]:
     return int(str(total)), float(str(avg_len))
 
 
-async def _bm25_units(conn: Conn, p: dict[str, Any]) -> list[str]:
+async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True) -> list[str]:
+    """Units by BM25; with ``prune`` (a vector ranking stands beside it), a large memory's common lexemes left
+    out (``COMMON_SHARE``). Full text alone (mode ``text``) keeps every lexeme: it is all there is."""
     # Through kmms.unit_text_matches (migration 20): under row-level security a plain query could not use
     # the text index. It applies the same memory, time and thread conditions as ``where``.
     total, avg_len = await _corpus_stats(conn, p)
     query, tsq = f"{_TSQ}, ", "qq.q"
-    if total >= EXACT_STATS_BELOW and COMMON_SHARE < 1:
+    if prune and total >= EXACT_STATS_BELOW and COMMON_SHARE < 1:
         rare = candidate_query(*await _lexemes_and_common(conn, p))
         if rare is None:  # only common words: their candidates are the memory's most recent units, ranked by noise
             return []

@@ -140,34 +140,39 @@ def test_common_lexemes_are_the_owners_statistics_read_by_the_app_role(person: M
 def test_a_large_memorys_full_text_selects_by_its_rarer_lexemes(person: MemoryClient, stack: Stack,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """In process, on the real read model: with the person's memory counted as large, a common lexeme
-    ("bread") no longer selects candidates, a rare one ("sourdough") still finds the session, and a question
-    of common lexemes only has no full-text candidates."""
+    ("bread") no longer selects candidates, a rare one ("sourdough") still finds the session, a question of
+    common lexemes only has no full-text candidates, and full text alone (mode text) keeps every lexeme."""
     import asyncio
     import time
 
     from psycopg_pool import AsyncConnectionPool
 
     from projections import kmms_search
-    from projections.kmms_queries import SearchParams, search
+    from projections.queries import tenant_tx
 
     settings: Settings = stack.settings
     monkeypatch.setattr(kmms_search, "EXACT_STATS_BELOW", 0)
 
-    async def sessions(query: str, common: set[str]) -> list[str | None]:
+    async def sessions(query: str, common: set[str], prune: bool = True) -> list[str]:
         monkeypatch.setattr(kmms_search, "_common", (time.monotonic(), frozenset(common)))
         pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=1,
                                    open=False)  # fmt: skip
         await pool.open()
         try:
-            res = await search(pool, kmms_search.Memory("mem-b", CLAW, "ana"),
-                               SearchParams(query, None, "none", k=3, mode="text"))  # fmt: skip
+            async with tenant_tx(pool, "mem-b") as conn:
+                p = {"t": "mem-b", "c": CLAW, "s": "ana", "text": query, "start": -(2**62), "bound": 2**62,
+                     "th": None, "n": 5}  # fmt: skip
+                units = await kmms_search._bm25_units(conn, p, prune=prune)
+                cur = await conn.execute("SELECT DISTINCT session_id FROM kmms.kmms_units WHERE unit_id = ANY(%s)",
+                                         (units,))  # fmt: skip
+                return sorted(str(r[0]) for r in await cur.fetchall())
         finally:
             await pool.close()
-        return [h.session_id for h in res.hits if h.layer == 4]
 
-    assert asyncio.run(sessions("sourdough bread crust", {"bread", "crust"}))[:1] == ["s-5"]
+    assert asyncio.run(sessions("sourdough bread crust", {"bread", "crust"})) == ["s-5"]
     assert asyncio.run(sessions("bread crust", {"bread", "crust"})) == []
-    assert asyncio.run(sessions("bread crust", set()))[:1] == ["s-5"]
+    assert asyncio.run(sessions("bread crust", {"bread", "crust"}, prune=False)) == ["s-5"]
+    assert asyncio.run(sessions("bread crust", set())) == ["s-5"]
 
 
 def test_full_text_candidates_keep_to_the_transactions_tenant(person: MemoryClient, stack: Stack) -> None:
