@@ -10,14 +10,13 @@ top-k holds changes only when a topic spans the k boundary.
 Decisions: the permutation is stable (equal times keep their order); a hit with no vector (None in
 ``similar``) is a topic of its own; ``theta`` > 1 switches the rule off.
 
-The same topics judge an L2 fact (``newer_in_topic``). A fact is read from episodes by patterns (or a
-model) that may miss how a value changed: "my favourite show is Dark" (May) makes a fact, "I've moved
-on to Fleabag" (August) does not supersede it. So on a question about the present, a current fact
-whose episodes share a topic with a later episode among the hits, about as relevant to the question, is not
-trusted over that episode:
-the newer episode may have changed the value. It is placed after that episode and loses confidence
-(``governance.kmms.confidence.NEWER_EVIDENCE``); if the later episode only repeats the value, the
-caller still reads the same value first.
+Topics, at a looser threshold, also judge an L2 fact (``newer_in_topic``). A fact is read from episodes
+by patterns (or a model) that may miss how a value changed: "my favourite show is Dark" (May) makes a
+fact, "I've moved on to Fleabag" (August) does not supersede it. So on a question about the present, a
+current fact whose episodes share a topic with a later episode among the hits that answers the question
+about as well, and does not merely repeat the value, is not trusted over that episode: the later episode
+may have changed the value. The caller places the fact after it, with less confidence
+(``governance.kmms.confidence.NEWER_EVIDENCE``).
 """
 
 from __future__ import annotations
