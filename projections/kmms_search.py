@@ -22,8 +22,9 @@ from governance.kmms.units import MAX_SENTENCES, SENTENCE
 
 Mode = Literal["hybrid", "vector", "text"]
 TEXT_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_TEXT_WEIGHT", "0.25"))  # docs/kmms.md, "Retrieval"
-# A unit's vector ids: its own and its sentences' (``<unit>~s<n>``).
-_FAMILY = f"u.unit_id || ARRAY(SELECT u.unit_id || '{SENTENCE}' || g FROM generate_series(0, {MAX_SENTENCES - 1}) g)"
+# A unit's vector ids: its own and its sentences' (``<unit>~s<n>``). Written out, not built by a subquery over
+# generate_series: the subquery ran once per unit, a fifth of a time window's exact ranking (62 -> 49 ms).
+_FAMILY = "ARRAY[u.unit_id, " + ", ".join(f"u.unit_id || '{SENTENCE}{i}'" for i in range(MAX_SENTENCES)) + "]"
 EXACT_WINDOW = 20_000  # a time window holding at most this many units is ranked by exact distance
 NEAREST_FIRST, NEAREST_MAX = 1_000, 256_000  # a large memory's nearest vectors read before the time filter
 Conn = AsyncConnection[tuple[object, ...]]
