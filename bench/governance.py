@@ -24,7 +24,7 @@ import psycopg
 from confluent_kafka import Consumer, Producer
 
 from bench.cpu import CpuSample, cpu_model, report
-from bench.pipeline import pct, spy
+from bench.pipeline import pct, produce_waiting, spy
 from bench.temp_stack import running_stack, stack_pids
 from contracts.avro import decode_envelope, encode_envelope
 from contracts.models import DecisionPayload
@@ -85,12 +85,7 @@ def throughput(settings: Settings, n_props: int, pids_of: dict[str, int] | None 
     t0 = time.perf_counter()
     last_beat = time.monotonic()
     for key, value in wire:
-        while True:
-            try:
-                shared.produce(topic, value, key=key)
-                break
-            except BufferError:
-                shared.poll(0.01)
+        produce_waiting(shared, topic, value, key=key)
         if time.monotonic() - last_beat > 5:  # stay in the quorum basis during long runs
             heartbeat(claws)
             last_beat = time.monotonic()

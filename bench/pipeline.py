@@ -26,6 +26,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from confluent_kafka import Consumer, Producer
@@ -40,6 +41,16 @@ from hivemem.settings import Settings
 from producers.claw_client import producer_config
 
 
+def produce_waiting(producer: Producer, topic: str, value: bytes, wait_s: float = 0.01, **kw: Any) -> None:
+    """``producer.produce``, waiting out a full local queue (BufferError) by serving deliveries meanwhile."""
+    while True:
+        try:
+            producer.produce(topic, value, **kw)
+            return
+        except BufferError:
+            producer.poll(wait_s)
+
+
 def raw_kafka(bootstrap: str, n: int, size: int = 400) -> tuple[float, float]:
     topic = f"bench.raw.{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -48,12 +59,7 @@ def raw_kafka(bootstrap: str, n: int, size: int = 400) -> tuple[float, float]:
     payload = b"x" * size
     t0 = time.perf_counter()
     for i in range(n):
-        while True:
-            try:
-                p.produce(topic, payload, key=str(i % 64).encode())
-                break
-            except BufferError:
-                p.poll(0.01)
+        produce_waiting(p, topic, payload, key=str(i % 64).encode())
         p.poll(0)
     p.flush()
     produce_rate = n / (time.perf_counter() - t0)
@@ -105,12 +111,7 @@ def sustained(settings: Settings, db: Db, n: int, pids: dict[str, int] | None = 
     before = CpuSample.take(pids or {})
     t0 = time.perf_counter()
     for key, value in wire:
-        while True:
-            try:
-                shared.produce(topic, value, key=key)
-                break
-            except BufferError:
-                shared.poll(0.01)
+        produce_waiting(shared, topic, value, key=key)
     shared.flush()
     while folded(db, "audit", verdicts) - start < n:
         time.sleep(0.1)

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from bench.cpu import cpu_model
+from bench.pipeline import produce_waiting
 from bench.temp_stack import running_stack
 from contracts.avro import encode_envelope
 from contracts.positions import LogPosition
@@ -51,12 +52,7 @@ def write_log(settings: Settings, n: int, console: Console) -> float:
                 (SRC_HEADER, LogPosition(inbound, i % 3, i // 3).encode()),
                 (LOG_TIME_HEADER, str(now).encode()),
             ]
-            while True:
-                try:
-                    producer.produce(topic, value, key=key, partition=i % 3, headers=headers)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
+            produce_waiting(producer, topic, value, 0.05, key=key, partition=i % 3, headers=headers)
             if i % 10_000 == 9_999:
                 producer.poll(0)
                 progress.advance(task, 10_000)
