@@ -16,3 +16,10 @@ def memory(stack: Stack, tenant: str, claw: str | None = None, user_id: str = ""
 
 def chat(user: str, reply: str = "Noted, thanks for telling me.") -> list[dict[str, str]]:
     return [{"role": "user", "content": user}, {"role": "assistant", "content": reply}]
+
+
+def tell(mem: MemoryClient, history: list[tuple[str, str]]) -> list[str]:
+    """Each (day, what the user said) of ``history`` as a session of its own, ``s-<i>`` at 09:00 that day; the
+    episode ids."""
+    return [mem.add(chat(text), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
+            for i, (day, text) in enumerate(history)]  # fmt: skip

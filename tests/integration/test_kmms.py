@@ -17,7 +17,7 @@ from hivemem.settings import Settings
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient, SearchResult
 from tests.conftest import wait_until
-from tests.integration.kmms_support import chat, memory
+from tests.integration.kmms_support import memory, tell
 
 pytestmark = pytest.mark.integration
 
@@ -44,8 +44,7 @@ def _ms(day: str) -> int:
 @pytest.fixture(scope="module")
 def person(stack: Stack) -> MemoryClient:
     mem = memory(stack, "mem-b", claw=CLAW, user_id="ana")
-    ids = [mem.add(chat(text), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
-           for i, (day, text) in enumerate(HISTORY)]  # fmt: skip
+    ids = tell(mem, HISTORY)
 
     def consolidated() -> bool:
         res = {f.fact_value or "" for f in mem.facts(key="residence", history=True)}

@@ -13,7 +13,7 @@ import pytest
 from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient, SearchResult
 from tests.conftest import wait_until
-from tests.integration.kmms_support import chat, memory
+from tests.integration.kmms_support import memory, tell
 
 pytestmark = pytest.mark.integration
 
@@ -31,8 +31,7 @@ QUESTION = "What's my favourite show at the moment?"
 @pytest.fixture(scope="module")
 def viewer(stack: Stack) -> MemoryClient:
     mem = memory(stack, "mem-b", claw=f"viewer-{uuid.uuid4().hex[:6]}", user_id="zoe")
-    ids = [mem.add(chat(text), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
-           for i, (day, text) in enumerate(HISTORY)]  # fmt: skip
+    ids = tell(mem, HISTORY)
     wait_until(lambda: bool(_dark_facts(mem)), timeout=120, interval=0.5, what="the favourite-show fact")
     mem.wait_indexed(ids, timeout_s=120)
     return mem
