@@ -42,6 +42,11 @@ def partition_of(key: bytes) -> int:
     return zlib.crc32(key) % DEFAULT_PARTITIONS
 
 
+def forgotten(key: str) -> bool:
+    """Whether an erasure forgets a seen key: content hashes yes, episode ids never."""
+    return key.startswith("hash:")
+
+
 def kmms_event_id(source: str, role: str) -> str:
     """Deterministic id of a KMMS event: its input position and its role among that input's outputs."""
     return str(uuid.uuid5(_NS, f"{source}|{role}"))
@@ -64,7 +69,10 @@ class SeenStore(Protocol):
     def erased(self, scopes: list[str]) -> dict[str, int]: ...
 
     def erase(self, scope: str, at: int) -> None:
-        """Forget the memory's keys (its content may be told again) and raise its watermark to ``at``."""
+        """Forget the memory's content hashes (its content may be told again) and raise its watermark to
+        ``at``. Its episode ids stay taken: an id names one episode of the tenant for good, so no read
+        model row or vector of an erased episode can meet a later one of the same id (a replay folds
+        the vectors' topic in another interleaving than the live projector did)."""
 
 
 class InMemorySeen:
@@ -83,7 +91,7 @@ class InMemorySeen:
         return {s: self.watermarks[s] for s in scopes if s in self.watermarks}
 
     def erase(self, scope: str, at: int) -> None:
-        self.rows = {k: v for k, v in self.rows.items() if v[1] != scope}
+        self.rows = {k: v for k, v in self.rows.items() if not (v[1] == scope and forgotten(k))}
         self.watermarks[scope] = max(at, self.watermarks.get(scope, at))
 
 
@@ -107,7 +115,7 @@ class PostgresSeen:
         return {str(s): int(str(a)) for s, a in rows}
 
     def erase(self, scope: str, at: int) -> None:
-        self.conn.execute("DELETE FROM kmmsproc.seen WHERE scope = %s", (scope,))
+        self.conn.execute("DELETE FROM kmmsproc.seen WHERE scope = %s AND key LIKE 'hash:%%'", (scope,))
         self.conn.execute(
             "INSERT INTO kmmsproc.erasures VALUES (%s, %s) ON CONFLICT (scope) DO UPDATE "
             "SET erased_at = greatest(kmmsproc.erasures.erased_at, excluded.erased_at)",
@@ -166,7 +174,7 @@ class KmmsProcessor:
                 continue
             id_key, hash_key = f"id:{env.tenant}/{p.episode_id}", f"hash:{verdict.content_hash}"
             if id_key in seen or id_key in fresh:
-                outs.append(self._rejected(rec, "DUPLICATE_EPISODE", f"episode {p.episode_id} exists"))
+                outs.append(self._rejected(rec, "DUPLICATE_EPISODE", f"episode id {p.episode_id} was taken before"))
                 continue
             first = (seen.get(hash_key) or fresh.get(hash_key) or (None, ""))[0]
             if first is not None:
@@ -189,12 +197,12 @@ class KmmsProcessor:
 
     def _erase(self, rec: LogRecord, env: Envelope, p: ErasurePayload, watermarks: dict[str, int],
                seen: dict[str, tuple[str, str]], fresh: dict[str, tuple[str, str]]) -> OutRecord:  # fmt: skip
-        """MEMORY_ERASED for the memory; its keys are forgotten, including this batch's, so the same
-        content can be told again, and episodes logged before now are refused from here on."""
+        """MEMORY_ERASED for the memory; its content hashes are forgotten, including this batch's, so the
+        same content can be told again (under a new id), and episodes logged before now are refused."""
         scope = MemoryScope(env.tenant, env.claw_id, p.user_id)
         self.store.erase(scope.key, rec.log_time())
         for known in (seen, fresh):  # this batch's view of the memory's keys goes too
-            for k in [k for k, (_, s) in known.items() if s == scope.key]:
+            for k in [k for k, (_, s) in known.items() if s == scope.key and forgotten(k)]:
                 del known[k]
         watermarks[scope.key] = max(rec.log_time(), watermarks.get(scope.key, -1))
         source = str(rec.position)

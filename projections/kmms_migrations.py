@@ -1,6 +1,6 @@
-"""Migrations 13, 14, 20 and 24: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read model
+"""Migrations 13, 14, 20, 24 and 25: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read model
 (``kmms``); erasure (14); full-text candidates through the text index under row-level security (20); the
-lexemes too common to select candidates by (24)."""
+lexemes too common to select candidates by (24); vectors keyed by tenant, with their cause's position (25)."""
 
 from __future__ import annotations
 
@@ -79,4 +79,22 @@ def kmms_common_lexemes_migration() -> list[str]:
             $$""",
         "REVOKE EXECUTE ON FUNCTION kmms.common_lexemes(real) FROM PUBLIC",
         f"GRANT EXECUTE ON FUNCTION kmms.common_lexemes(real) TO {APP_ROLE}",
+    ]
+
+
+def kmms_vectors_tenant_key_migration() -> list[str]:
+    """``kmms.kmms_vectors`` keyed by (tenant, unit, model), not (unit, model), and each vector with the
+    position of its cause on ``hivemem.kmms.events``.
+
+    Unit ids carry the episode id, which each tenant picks for itself: under the old key, a tenant's vector
+    for ``ep-1#0`` kept another tenant's out (``ON CONFLICT DO NOTHING``), and which one won depended on
+    how the two topics' partitions interleaved, so a replay could differ from the live model. An erasure
+    deletes the vectors caused before it by that position (rows stored before this migration have none and
+    go with their units and nodes, as before). Rebuilding the key reads the table once (seconds at 500,000
+    vectors); on a new database it is empty."""
+    return [
+        "ALTER TABLE kmms.kmms_vectors ADD COLUMN IF NOT EXISTS cause_partition int",
+        "ALTER TABLE kmms.kmms_vectors ADD COLUMN IF NOT EXISTS cause_offset bigint",
+        "ALTER TABLE kmms.kmms_vectors DROP CONSTRAINT kmms_vectors_pkey",
+        "ALTER TABLE kmms.kmms_vectors ADD CONSTRAINT kmms_vectors_pkey PRIMARY KEY (tenant, unit_id, model)",
     ]

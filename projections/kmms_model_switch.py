@@ -39,7 +39,7 @@ _CAUGHT_UP = (
 _COVERED = (
     "SELECT NOT EXISTS (SELECT 1 FROM kmms.kmms_vectors o WHERE o.tenant = %(t)s AND o.claw_id = %(c)s "
     "AND o.scope = %(s)s AND o.model = %(old)s AND NOT EXISTS (SELECT 1 FROM kmms.kmms_vectors n "
-    "WHERE n.unit_id = o.unit_id AND n.model = %(new)s))"
+    "WHERE n.tenant = o.tenant AND n.unit_id = o.unit_id AND n.model = %(new)s))"
 )
 
 

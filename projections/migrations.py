@@ -21,6 +21,7 @@ from projections.kmms_migrations import (
     kmms_erasure_migration,
     kmms_migration,
     kmms_text_matches_migration,
+    kmms_vectors_tenant_key_migration,
 )
 from projections.kmp_migrations import kmp_migration
 from projections.kstar_migrations import kstar_migration
@@ -169,6 +170,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (22, "outbox seqs drawn from a per-session cache", lambda: _OUTBOX_SEQ_CACHE),
     (23, "governance processor: proposal state as text", lambda: _PROPOSAL_STATE_TEXT),
     (24, "kmms: common lexemes left out of large memories' full-text candidates", kmms_common_lexemes_migration),
+    (25, "kmms: vectors keyed by tenant, unit and model, with their causes", kmms_vectors_tenant_key_migration),
 ]  # fmt: skip
 
 

@@ -7,7 +7,8 @@
    catch up to it, and try again.
 3. With both at the same log position: digest the live model, replace its rows with the
    rebuilt ones, digest again, commit. Equal digests prove the read model is a pure
-   function of the log. The live projector then carries on from the same offsets.
+   function of the log; unequal ones come with the tables that differ and a few rows of each
+   side (``ReplayResult.describe``). The live projector then carries on from the same offsets.
 """
 
 from __future__ import annotations
@@ -21,12 +22,32 @@ import psycopg
 
 from contracts.topics import TopicNames
 from projections.projector import ProjectionProcessor
-from projections.read_models import Projection
+from projections.read_models import DigestTable, Projection
 from streams.kafka import TP, Watermarks
 from streams.offsets import stored_offsets
 from streams.runtime import StreamRuntime
 
 MAX_ROUNDS = 120  # rounds of up to 0.5 s waiting for the live projector
+SAMPLE_ROWS = 3  # rows of each side shown for a table that differs
+SAMPLE_CHARS = 240  # a row is cut to this many characters (a vector row is ~4 kB)
+
+Conn = psycopg.Connection[tuple[object, ...]]
+
+
+@dataclass(frozen=True)
+class TableDifference:
+    """One table whose live rows differ from the rebuilt ones, with a few rows of each side."""
+
+    table: str
+    only_live: int  # rows in the live model and not in the rebuilt one
+    only_rebuilt: int
+    live_sample: tuple[str, ...]
+    rebuilt_sample: tuple[str, ...]
+
+    def describe(self) -> str:
+        lines = [f"{self.table}: {self.only_live} rows only live, {self.only_rebuilt} only rebuilt"]
+        lines += [f"  live:    {r}" for r in self.live_sample] + [f"  rebuilt: {r}" for r in self.rebuilt_sample]
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -35,30 +56,61 @@ class ReplayResult:
     records: int
     live_digest: str
     rebuilt_digest: str
+    differences: tuple[TableDifference, ...] = ()
 
     @property
     def equal(self) -> bool:
         return self.live_digest == self.rebuilt_digest
 
+    def describe(self) -> str:
+        return "\n".join(d.describe() for d in self.differences)
 
-def digest(conn: psycopg.Connection[tuple[object, ...]], projection: Projection, schema: str) -> str:
-    """SHA-256 over the model's rows in key order (wall-clock columns left out)."""
-    h = hashlib.sha256()
+
+def _rows_sql(t: DigestTable, schema: str) -> str:
+    return f"SELECT row_to_json(t)::text AS r FROM (SELECT {t.columns} FROM {schema}.{t.table}) t"
+
+
+def table_digests(conn: Conn, projection: Projection, schema: str) -> dict[str, str]:
+    """SHA-256 of each table's rows in key order (wall-clock columns left out)."""
+    out: dict[str, str] = {}
     for t in projection.tables:
         order = ", ".join(f"t.{c.strip()}" for c in t.order_by.split(","))
         row = conn.execute(
             f"SELECT encode(sha256(convert_to(coalesce(string_agg(row_to_json(t)::text, E'\\n' ORDER BY {order}), "
             f"''), 'UTF8')), 'hex') FROM (SELECT {t.columns} FROM {schema}.{t.table}) t"
         ).fetchone()
-        h.update(f"{t.table}:{row[0] if row else ''}\n".encode())
+        out[t.table] = str(row[0]) if row else ""
+    return out
+
+
+def digest(conn: Conn, projection: Projection, schema: str) -> str:
+    """One SHA-256 over the tables' digests: equal digests, equal models."""
+    h = hashlib.sha256()
+    for table, d in table_digests(conn, projection, schema).items():
+        h.update(f"{table}:{d}\n".encode())
     return h.hexdigest()
 
 
-def _offsets(conn: psycopg.Connection[tuple[object, ...]], consumer: str) -> dict[TP, int]:
+def differences(conn: Conn, projection: Projection, live: str, rebuilt: str) -> tuple[TableDifference, ...]:
+    """The tables whose rows differ between two schemas, each with a sample of the rows of each side."""
+    a, b = table_digests(conn, projection, live), table_digests(conn, projection, rebuilt)
+    out = []
+    for t in projection.tables:
+        if a[t.table] == b[t.table]:
+            continue
+        sides = []
+        for x, y in ((live, rebuilt), (rebuilt, live)):
+            rows = [str(r[0]) for r in conn.execute(f"{_rows_sql(t, x)} EXCEPT ALL {_rows_sql(t, y)}")]
+            sides.append((len(rows), tuple(sorted(r[:SAMPLE_CHARS] for r in rows)[:SAMPLE_ROWS])))
+        out.append(TableDifference(t.table, sides[0][0], sides[1][0], sides[0][1], sides[1][1]))
+    return tuple(out)
+
+
+def _offsets(conn: Conn, consumer: str) -> dict[TP, int]:
     return {tp: o for tp, o in stored_offsets(conn, consumer).items() if o > 0}
 
 
-def _stored_columns(conn: psycopg.Connection[tuple[object, ...]], schema: str, table: str) -> str:
+def _stored_columns(conn: Conn, schema: str, table: str) -> str:
     rows = conn.execute("SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND "
                         "table_name = %s AND is_generated = 'NEVER' ORDER BY ordinal_position",
                         (schema, table)).fetchall()  # fmt: skip
@@ -95,6 +147,8 @@ def rebuild(
                 live = _offsets(conn, projection.name)
                 if live == _offsets(conn, shadow_consumer):
                     live_digest = digest(conn, projection, projection.name)
+                    rebuilt = digest(conn, projection, shadow)
+                    found = differences(conn, projection, projection.name, shadow) if rebuilt != live_digest else ()
                     for t in projection.tables:
                         conn.execute(f"TRUNCATE {projection.name}.{t.table}")
                         cols = _stored_columns(conn, shadow, t.table)  # generated columns are recomputed
@@ -103,7 +157,7 @@ def rebuild(
                     rebuilt_digest = digest(conn, projection, projection.name)
                     conn.execute(f"DROP SCHEMA {shadow} CASCADE")
                     conn.execute("DELETE FROM hivemem.projection_offsets WHERE consumer = %s", (shadow_consumer,))
-                    return ReplayResult(projection.name, folder.processed, live_digest, rebuilt_digest)
+                    return ReplayResult(projection.name, folder.processed, live_digest, rebuilt_digest, found)
             # Not at the same position: fold the shadow up to the live model, or wait for it.
             for tp, end in live.items():
                 target[tp] = max(end, target.get(tp, 0))

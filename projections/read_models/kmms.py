@@ -6,14 +6,17 @@ Tables (schema ``kmms``), every row tenant-scoped by row-level security:
 - ``kmms_nodes``: L1 abstractions, L2 facts, L3 summaries with versions, validity windows,
   status CURRENT/SUPERSEDED and SUPERSEDES links, strength and reinforcement;
 - ``kmms_l0``: the availability index (entities and topics per memory: an O(1) primary-key probe);
-- ``kmms_vectors``: one vector per (unit, sentence of a unit, or node; model), ``kind`` unit, sentence or node;
+- ``kmms_vectors``: one vector per (tenant, unit, sentence of a unit, or node; model), ``kind`` unit, sentence or
+  node (episode ids are the tenant's own, so two tenants' units may share an id);
   one partial HNSW index per model
   (m=16, ef_construction=64), so two models' vectors never share an index;
 - ``kmms_contradictions``: every contradiction with its class and resolution;
 - ``kmms_erasures``: every erasure of a memory (``MEMORY_ERASED``): the rows above of that memory are deleted,
   and any later-folded event caused before the erasure (an episode's enrichment, a summary, a vector still in
   flight) is skipped: by its ``at`` (its episode's log time) against the erasure's, and for a vector, by its
-  cause's offset on ``hivemem.kmms.events`` against the erasure's (one memory, one partition).
+  cause's offset on ``hivemem.kmms.events`` against the erasure's (one memory, one partition). A vector keeps
+  its cause's position (``cause_partition``, ``cause_offset``), so an erasure deletes exactly the vectors
+  caused before it, however the two topics interleave.
 Folds are keyed by ids from the log, so a replay rebuilds the same rows.
 """
 
@@ -55,11 +58,8 @@ class ErasureMark:
         return ev.at <= self.at
 
     def covers_vector(self, e: KmmsEmbedding) -> bool:
-        try:
-            cause = LogPosition.parse(e.source)
-        except PositionError:
-            return False
-        return cause.partition == self.partition and cause.offset < self.offset
+        cause = _cause(e)
+        return cause is not None and cause.partition == self.partition and cause.offset < self.offset
 
 
 def index_name(model: str) -> str:
@@ -76,7 +76,7 @@ class KmmsProjection:
                     "tenant, node_id"),
         DigestTable("kmms_l0", "tenant, claw_id, scope, kind, term, entity_kind, first_seen, episodes",
                     "tenant, claw_id, scope, kind, term"),
-        DigestTable("kmms_vectors", "unit_id, model, embedding::text", "unit_id, model"),
+        DigestTable("kmms_vectors", "tenant, unit_id, model, embedding::text", "tenant, unit_id, model"),
         DigestTable("kmms_contradictions", "tenant, event_id, old_node, new_node, class, resolution, at",
                     "tenant, event_id"),
         DigestTable("kmms_erasures", "tenant, claw_id, scope, event_id, erasure_id, envelope_event_id, reason, "
@@ -133,7 +133,8 @@ class KmmsProjection:
             f"""CREATE TABLE {s}.kmms_vectors (
                 unit_id text NOT NULL, model text NOT NULL, tenant text NOT NULL, claw_id text NOT NULL,
                 scope text NOT NULL, kind text NOT NULL, embedding vector({DIM}) NOT NULL,
-                PRIMARY KEY (unit_id, model))""",
+                cause_partition int, cause_offset bigint,
+                PRIMARY KEY (tenant, unit_id, model))""",
             f"CREATE INDEX kmms_vectors_scope ON {s}.kmms_vectors (tenant, claw_id, scope, model, kind)",
             f"""CREATE TABLE {s}.kmms_contradictions (
                 tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, event_id text NOT NULL,
@@ -189,13 +190,16 @@ class KmmsProjection:
     @staticmethod
     def _erase(cur: Cur, s: str, ev: KmmsEvent, rec: LogRecord) -> ErasureMark:
         who = (ev.tenant, ev.claw_id, ev.scope)
-        # Vectors come on their own topic, so a replay may fold one of an episode told *after* the
-        # erasure before the erasure itself: delete only the vectors of units and nodes the memory
-        # holds now (those told before it; a later vector of theirs is skipped by the mark).
+        # Vectors come on their own topic, so a replay folds some before the erasure that the live
+        # projector folded after it, and the reverse. Whatever the interleaving, a vector stays iff no
+        # erasure of its memory follows its cause on the memory's partition: delete those whose cause
+        # comes before this erasure (a later one of theirs is skipped by the mark). A vector stored
+        # before migration 25 has no cause position: it goes with the units and nodes the memory holds.
         mine = "tenant = %s AND claw_id = %s AND scope = %s"
-        cur.execute(f"DELETE FROM {s}.kmms_vectors WHERE {mine} AND (regexp_replace(unit_id, '~s[0-9]+$', '') IN "
+        cur.execute(f"DELETE FROM {s}.kmms_vectors WHERE {mine} AND (cause_partition = %s AND cause_offset < %s "
+                    f"OR cause_offset IS NULL AND (regexp_replace(unit_id, '~s[0-9]+$', '') IN "
                     f"(SELECT unit_id FROM {s}.kmms_units WHERE {mine}) OR unit_id IN (SELECT node_id FROM "
-                    f"{s}.kmms_nodes WHERE {mine}))", (*who, *who, *who))  # fmt: skip
+                    f"{s}.kmms_nodes WHERE {mine})))", (*who, rec.partition, rec.offset, *who, *who))  # fmt: skip
         for table in TABLES:
             if table != "kmms_vectors":
                 cur.execute(f"DELETE FROM {s}.{table} WHERE {mine}", who)
@@ -280,8 +284,10 @@ class KmmsProjection:
                         f"USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
                         f"WHERE model = {_literal(e.model)}")  # fmt: skip
             self._indexed.add((s, e.model))
+        cause = _cause(e)
         cur.execute(
-            f"INSERT INTO {s}.kmms_vectors VALUES (%s, %s, %s, %s, %s, %s, %s::vector) ON CONFLICT DO NOTHING",
+            f"INSERT INTO {s}.kmms_vectors (unit_id, model, tenant, claw_id, scope, kind, embedding, cause_partition, "
+            "cause_offset) VALUES (%s, %s, %s, %s, %s, %s, %s::vector, %s, %s) ON CONFLICT DO NOTHING",
             (
                 e.unit_id,
                 e.model,
@@ -290,8 +296,18 @@ class KmmsProjection:
                 e.scope,
                 "sentence" if is_sentence(e.unit_id) else "unit" if "#" in e.unit_id else "node",
                 "[" + ",".join(repr(float(x)) for x in e.vector) + "]",
+                None if cause is None else cause.partition,
+                None if cause is None else cause.offset,
             ),
         )
+
+
+def _cause(e: KmmsEmbedding) -> LogPosition | None:
+    """The position on ``hivemem.kmms.events`` of the event a vector was computed for."""
+    try:
+        return LogPosition.parse(e.source)
+    except PositionError:
+        return None
 
 
 def _decode(rec: LogRecord) -> KmmsEvent | KmmsEmbedding:

@@ -86,4 +86,4 @@ def test_caml_service_sigkilled_mid_stream(stack: Stack) -> None:
     caml_model = projections(stack.settings)["caml"]
     s = stack.settings
     result = rebuild(caml_model, s.require_kafka(), s.require_database(), s.topics)
-    assert result.equal and result.records > 0
+    assert result.equal and result.records > 0, result.describe()

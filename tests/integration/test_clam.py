@@ -124,4 +124,4 @@ def test_clam_service_sigkilled_mid_stream_and_replay(stack: Stack) -> None:
     assert failures is not None and failures[0] == 0
     s = stack.settings
     result = rebuild(projections(s)["clam"], s.require_kafka(), s.require_database(), s.topics)
-    assert result.equal and result.records > 0
+    assert result.equal and result.records > 0, result.describe()

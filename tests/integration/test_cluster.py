@@ -247,4 +247,4 @@ def test_one_broker_of_three_sigkilled_mid_stream(cluster: Stack) -> None:
     models = projections(s)
     for name in READ_MODELS:
         result = rebuild(models[name], bootstrap, s.require_database(), names)
-        assert result.equal, name
+        assert result.equal, (name, result.describe())

@@ -50,7 +50,7 @@ def _assert_equal_to_clean_replay(stack: Stack) -> None:
     for projection in projections(stack.settings).values():
         s = stack.settings
         result = rebuild(projection, s.require_kafka(), s.require_database(), s.topics)
-        assert result.equal, projection.name
+        assert result.equal, (projection.name, result.describe())
 
 
 def test_projector_sigkilled_mid_stream(stack: Stack) -> None:

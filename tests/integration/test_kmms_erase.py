@@ -80,7 +80,7 @@ def test_erase_removes_everything_told_before_and_only_that(stack: Stack) -> Non
     # A replay of the log (episodes, erasure, vectors computed before it) rebuilds the same erased model.
     s = stack.settings
     result = rebuild(projections(s)["kmms"], s.require_kafka(), s.require_database(), s.topics)
-    assert result.equal and result.records > 0
+    assert result.equal and result.records > 0, result.describe()
     assert _rows(stack, "mem-a", claw, user)["kmms_episodes"] == 1
 
 

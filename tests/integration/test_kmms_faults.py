@@ -88,4 +88,4 @@ def test_kmms_service_sigkilled_mid_stream(stack: Stack) -> None:
                   "OR count(*) FILTER (WHERE status = 'CURRENT') <> 1) g", tenant) == 0  # fmt: skip
     s = stack.settings
     result = rebuild(projections(s)["kmms"], s.require_kafka(), s.require_database(), s.topics)
-    assert result.equal and result.records > 0
+    assert result.equal and result.records > 0, result.describe()

@@ -209,7 +209,7 @@ def test_known_at_hides_later_writes_and_replay_rebuilds(stack: Stack) -> None:
     time.sleep(0.5)
     s = stack.settings
     result = rebuild(projections(s)["kmp"], s.require_kafka(), s.require_database(), s.topics)
-    assert result.equal and result.records > 0
+    assert result.equal and result.records > 0, result.describe()
 
 
 def test_a_failed_answer_is_classified(stack: Stack, incident: tuple[str, list[dict[str, Any]]]) -> None:

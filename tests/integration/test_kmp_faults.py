@@ -79,4 +79,4 @@ def test_kmp_service_sigkilled_mid_stream(stack: Stack) -> None:
                   "'PROCESSING_ERROR'", tenant, f"kmpkill-{tag}") == 0  # fmt: skip
     s = stack.settings
     result = rebuild(projections(s)["kmp"], s.require_kafka(), s.require_database(), s.topics)
-    assert result.equal and result.records > 0
+    assert result.equal and result.records > 0, result.describe()

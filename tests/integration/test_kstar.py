@@ -280,4 +280,4 @@ def test_forget_and_replay(stack: Stack) -> None:
         assert ok(h.get("/kstar/v1/stats"))["counts"] == {"trace": 1}
     s = stack.settings
     result = rebuild(projections(s)["kstar"], s.require_kafka(), s.require_database(), s.topics)
-    assert result.equal and result.records > 0
+    assert result.equal and result.records > 0, result.describe()

@@ -87,4 +87,4 @@ def test_kstar_service_sigkilled_mid_stream(stack: Stack) -> None:
                       "AND memory = %s AND kind = 'skill'", tenant, c) == outcomes[c]  # fmt: skip
     s = stack.settings
     result = rebuild(projections(s)["kstar"], s.require_kafka(), s.require_database(), s.topics)
-    assert result.equal and result.records > 0
+    assert result.equal and result.records > 0, result.describe()

@@ -86,8 +86,10 @@ def test_erasure_forgets_the_memory_and_refuses_what_was_sent_before_it() -> Non
     assert out[0].key == b"acme/claw-1/u1"  # the memory's own key: one partition orders it with its episodes
     # Sent before the erasure, read after it (another topic): refused, never stored into the new memory.
     assert verdicts(d.pipe(TOPIC, episode("e2", "I work at Acme."), 1_500)) == ["MEMORY_ERASED"]
-    # Told again after it: a fresh memory, the same content and even the same episode id are welcome.
-    assert verdicts(d.pipe(TOPIC, episode("e1", "I live in Lisbon."), 2_001)) == ["EPISODE_STORED"]
+    # Told again after it: a fresh memory, the same content is welcome under a new id. The erased episode's id
+    # stays taken: an id names one episode for good, so no erased row or vector can meet a later one of its id.
+    assert verdicts(d.pipe(TOPIC, episode("e1", "I live in Lisbon."), 2_001)) == ["DUPLICATE_EPISODE"]
+    assert verdicts(d.pipe(TOPIC, episode("e3", "I live in Lisbon."), 2_001)) == ["EPISODE_STORED"]
     # The other user's memory is untouched: its content is still a duplicate there.
     assert verdicts(d.pipe(TOPIC, episode("o2", "I live in Lisbon.", user="u2"), 2_002)) == ["DUPLICATE_CONTENT"]
 
