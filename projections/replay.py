@@ -57,13 +57,20 @@ class ReplayResult:
     live_digest: str
     rebuilt_digest: str
     differences: tuple[TableDifference, ...] = ()
+    # Records only one side could not fold (hivemem.processing_failures): a live failure that the replay
+    # did not repeat (or the reverse) is a cause of a difference the rows alone do not show.
+    live_failures: tuple[str, ...] = ()
+    rebuilt_failures: tuple[str, ...] = ()
 
     @property
     def equal(self) -> bool:
         return self.live_digest == self.rebuilt_digest
 
     def describe(self) -> str:
-        return "\n".join(d.describe() for d in self.differences)
+        lines = [d.describe() for d in self.differences]
+        lines += [f"failed live only:    {f}" for f in self.live_failures]
+        lines += [f"failed rebuilt only: {f}" for f in self.rebuilt_failures]
+        return "\n".join(lines)
 
 
 def _rows_sql(t: DigestTable, schema: str) -> str:
@@ -89,6 +96,23 @@ def digest(conn: Conn, projection: Projection, schema: str) -> str:
     for table, d in table_digests(conn, projection, schema).items():
         h.update(f"{table}:{d}\n".encode())
     return h.hexdigest()
+
+
+def _failures(conn: Conn, processor: str) -> set[str]:
+    rows = conn.execute('SELECT topic, partition, "offset", error FROM hivemem.processing_failures '
+                        "WHERE processor = %s", (processor,)).fetchall()  # fmt: skip
+    return {f"{r[0]}:{r[1]}:{r[2]} {str(r[3])[:SAMPLE_CHARS]}" for r in rows}
+
+
+def failures_apart(conn: Conn, live: str, rebuilt: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The records that failed to fold on one side only (by position), each with its error."""
+    a, b = _failures(conn, live), _failures(conn, rebuilt)
+
+    def only(xs: set[str], ys: set[str]) -> tuple[str, ...]:
+        elsewhere = {y.split(" ", 1)[0] for y in ys}
+        return tuple(sorted(x for x in xs if x.split(" ", 1)[0] not in elsewhere)[:SAMPLE_ROWS])
+
+    return only(a, b), only(b, a)
 
 
 def differences(conn: Conn, projection: Projection, live: str, rebuilt: str) -> tuple[TableDifference, ...]:
@@ -149,6 +173,7 @@ def rebuild(
                     live_digest = digest(conn, projection, projection.name)
                     rebuilt = digest(conn, projection, shadow)
                     found = differences(conn, projection, projection.name, shadow) if rebuilt != live_digest else ()
+                    failed = failures_apart(conn, projection.name, shadow_consumer) if found else ((), ())
                     for t in projection.tables:
                         conn.execute(f"TRUNCATE {projection.name}.{t.table}")
                         cols = _stored_columns(conn, shadow, t.table)  # generated columns are recomputed
@@ -157,7 +182,7 @@ def rebuild(
                     rebuilt_digest = digest(conn, projection, projection.name)
                     conn.execute(f"DROP SCHEMA {shadow} CASCADE")
                     conn.execute("DELETE FROM hivemem.projection_offsets WHERE consumer = %s", (shadow_consumer,))
-                    return ReplayResult(projection.name, folder.processed, live_digest, rebuilt_digest, found)
+                    return ReplayResult(projection.name, folder.processed, live_digest, rebuilt_digest, found, *failed)
             # Not at the same position: fold the shadow up to the live model, or wait for it.
             for tp, end in live.items():
                 target[tp] = max(end, target.get(tp, 0))

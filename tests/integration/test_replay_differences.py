@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 from contracts.kmms_records import KmmsEpisode, KmmsEvent, encode_kmms
 from contracts.topics import TopicNames
 from hivemem.stack import Stack
 from projections.read_models.kmms import KmmsProjection
-from projections.replay import differences
+from projections.replay import differences, failures_apart
 from streams.records import LogRecord
 from tests.integration.support import owner_db
 
@@ -43,3 +45,16 @@ def test_differences_name_the_tables_and_rows_of_each_side(stack: Stack) -> None
     assert [(d.table, d.only_live, d.only_rebuilt) for d in found] == [("kmms_episodes", 1, 0), ("kmms_units", 1, 0)]
     assert all("ep-b" in d.live_sample[0] and d.rebuilt_sample == () for d in found)
     assert "kmms_units: 1 rows only live, 0 only rebuilt" in "\n".join(d.describe() for d in found)
+
+
+def test_failures_apart_lists_records_only_one_side_could_not_fold(stack: Stack) -> None:
+    live, rebuilt = f"diff-live-{uuid.uuid4().hex[:6]}", f"diff-rebuilt-{uuid.uuid4().hex[:6]}"
+    rows = [(live, "t", 0, 5, "ValueError: bad"), (live, "t", 0, 9, "ValueError: both"),
+            (rebuilt, "t", 0, 9, "ValueError: both"), (rebuilt, "t", 1, 2, "KeyError: x")]  # fmt: skip
+    with owner_db(stack) as conn, conn.cursor() as cur:
+        cur.executemany('INSERT INTO hivemem.processing_failures (processor, topic, partition, "offset", error) '
+                         "VALUES (%s, %s, %s, %s, %s)", rows)  # fmt: skip
+        try:
+            assert failures_apart(conn, live, rebuilt) == (("t:0:5 ValueError: bad",), ("t:1:2 KeyError: x",))
+        finally:
+            conn.execute("DELETE FROM hivemem.processing_failures WHERE processor = ANY(%s)", ([live, rebuilt],))
