@@ -223,7 +223,8 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     fallback = False
     async with tenant_tx(pool, m.tenant) as conn:
         terms = await known_terms(conn, m, sp.query)
-        units = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, bound, start, 4 * sp.k + 20)
+        units = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, bound, start, 4 * sp.k + 20,
+                                      pool)  # fmt: skip
         if start is not None or bound < as_of:  # the window's units first, then the rest of time: a loose
             seen = {u.unit_id for u in units}  # or misread date phrase must not cost the evidence
             rest = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, as_of, None, 4 * sp.k + 20)

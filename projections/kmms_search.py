@@ -9,16 +9,19 @@ is after ``bound`` (the caller's ``as_of``) is ever a candidate.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.bm25 import bm25, candidate_query, query_lexemes, term_frequencies
 from governance.kmms.fusion import rrf
 from governance.kmms.units import MAX_SENTENCES, SENTENCE
+from projections.queries import tenant_tx
 
 Mode = Literal["hybrid", "vector", "text"]
 TEXT_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_TEXT_WEIGHT", "0.25"))  # docs/kmms.md, "Retrieval"
@@ -26,6 +29,8 @@ TEXT_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_TEXT_WEIGHT", "0.25"))  # docs/
 # generate_series: the subquery ran once per unit, a fifth of a time window's exact ranking (62 -> 49 ms).
 _FAMILY = "ARRAY[u.unit_id, " + ", ".join(f"u.unit_id || '{SENTENCE}{i}'" for i in range(MAX_SENTENCES)) + "]"
 EXACT_WINDOW = 20_000  # a time window holding at most this many units is ranked by exact distance
+# ... and one of at least this many, in two halves side by side when the pool has a connection to spare.
+SPLIT_WINDOW = int(os.environ.get("HIVEMEM_KMMS_SPLIT_WINDOW", "4000"))
 NEAREST_FIRST, NEAREST_MAX = 1_000, 256_000  # a large memory's nearest vectors read before the time filter
 Conn = AsyncConnection[tuple[object, ...]]
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
@@ -68,8 +73,10 @@ async def _ranked(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
 
 
 async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
-                          bound: int, start: int | None, n: int) -> list[UnitHit]:  # fmt: skip
-    """The ``n`` best units by the fused ranking, within [start, bound] of event time."""
+                          bound: int, start: int | None, n: int,
+                          pool: AsyncConnectionPool | None = None) -> list[UnitHit]:  # fmt: skip
+    """The ``n`` best units by the fused ranking, within [start, bound] of event time. Given the ``pool``,
+    a large time window's exact ranking may use a second connection of it (``_window_ranking``)."""
     lo = start if start is not None else -(2**62)
     p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
                          "bound": bound, "start": lo, "th": m.thread_id}  # fmt: skip
@@ -85,11 +92,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             # A window of few units: each unit's exact best distance (its own vector or a sentence's). The HNSW
             # scan below would walk the whole memory's nearest vectors to find the window's (250-340 ms for the
             # 7,000-12,000 units of a weekend at 100,000 episodes; this: 60-100 ms).
-            ranked = await _ranked(conn, (
-                f"SELECT u.unit_id FROM kmms.kmms_units u, LATERAL (SELECT min(v.embedding <=> %(q)s::vector) AS d "
-                f"FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) AND v.model = %(model)s "
-                f"AND v.tenant = u.tenant) x WHERE {where} AND x.d IS NOT NULL ORDER BY x.d, u.unit_id "
-                "LIMIT %(n)s"), p)  # fmt: skip
+            ranked = await _window_ranking(conn, pool, m.tenant, where, p, window)
         else:
             ranked = await _nearest(conn, where, p, 3 * n, window)
         rankings.append(list(dict.fromkeys(ranked))[:n])
@@ -165,6 +168,48 @@ async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int, window:
         if len(rows) >= want or k >= 2 * units or k >= NEAREST_MAX:
             return rows
         k *= 4
+
+
+async def _exact(conn: Conn, where: str, p: dict[str, Any]) -> list[tuple[str, float]]:
+    """The window's ``n`` units nearest the query, each by its best vector (its own or a sentence's)."""
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT u.unit_id, x.d FROM kmms.kmms_units u, LATERAL (SELECT min(v.embedding <=> %(q)s::vector) AS d "
+        f"FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) AND v.model = %(model)s "
+        f"AND v.tenant = u.tenant) x WHERE {where} AND x.d IS NOT NULL ORDER BY x.d, u.unit_id "
+        "LIMIT %(n)s", p)  # fmt: skip
+    return [(str(r[0]), float(str(r[1]))) for r in await cur.fetchall()]
+
+
+def _spare(pool: AsyncConnectionPool) -> bool:
+    """Whether the pool can lend a connection without making a request wait."""
+    s = pool.get_stats()
+    idle, size = s.get("pool_available", 0), s.get("pool_size", 0)
+    return s.get("requests_waiting", 0) == 0 and (idle > 0 or size < (pool.max_size or 0))
+
+
+async def _window_ranking(conn: Conn, pool: AsyncConnectionPool | None, tenant: str, where: str, p: dict[str, Any],
+                          window: int) -> list[str]:  # fmt: skip
+    """A time window's units by exact distance. Each unit costs an index probe per vector id and a distance
+    (about 4.5 us; 50-70 ms for the 12,000-18,000 units of a weekend at 100,000 episodes), and Postgres will
+    not plan this in parallel. So a window of ``SPLIT_WINDOW`` units or more, when the pool has a connection to
+    spare, is ranked as two halves of time side by side, one core each, and the halves' best are merged: the
+    same units in the same order (ties on distance by unit id)."""
+    if pool is None or window < SPLIT_WINDOW or not _spare(pool):
+        return [u for u, _ in await _exact(conn, where, p)]
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT u.occurred_at FROM kmms.kmms_units u WHERE {where} ORDER BY u.occurred_at OFFSET %(half)s LIMIT 1",
+        {**p, "half": window // 2})  # fmt: skip
+    row = await cur.fetchone()
+    if row is None:
+        return [u for u, _ in await _exact(conn, where, p)]
+    halves = {**p, "mid": int(str(row[0]))}
+
+    async def later() -> list[tuple[str, float]]:
+        async with tenant_tx(pool, tenant) as other:
+            return await _exact(other, where + " AND u.occurred_at > %(mid)s", halves)
+
+    first, second = await asyncio.gather(_exact(conn, where + " AND u.occurred_at <= %(mid)s", halves), later())
+    return [u for u, _ in sorted(first + second, key=lambda r: (r[1], r[0]))[: int(p["n"])]]
 
 
 async def _window_units(conn: Conn, where: str, p: dict[str, Any]) -> int:
