@@ -174,6 +174,57 @@ def test_a_large_memorys_full_text_selects_by_its_rarer_lexemes(person: MemoryCl
     assert asyncio.run(sessions("bread crust", set())) == ["s-5"]
 
 
+def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stack: Stack,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """In process, on the real read model: a window counted as large is ranked as two halves of time on two
+    of the pool's connections, giving the units the single ranking gives, in its order; with no connection to
+    spare it is one ranking."""
+    import asyncio
+
+    from psycopg_pool import AsyncConnectionPool
+
+    from projections import kmms_search
+    from projections.queries import tenant_tx
+
+    settings: Settings = stack.settings
+    with connect(settings.require_database(), autocommit=True) as owner:
+        row = owner.execute("SELECT model, embedding::text FROM kmms.kmms_vectors WHERE tenant = 'mem-b' AND "
+                            "claw_id = %s AND scope = 'ana' AND kind = 'unit' ORDER BY unit_id LIMIT 1",
+                            (CLAW,)).fetchone()  # fmt: skip
+    assert row is not None
+    calls: list[int] = []
+    exact = kmms_search._exact
+
+    async def counted(conn: kmms_search.Conn, where: str, p: dict[str, object]) -> list[tuple[str, float]]:
+        calls.append(1)
+        return await exact(conn, where, p)
+
+    monkeypatch.setattr(kmms_search, "_exact", counted)
+    monkeypatch.setattr(kmms_search, "SPLIT_WINDOW", 2)
+
+    async def ranking(max_size: int, use_pool: bool) -> tuple[list[str], int]:
+        calls.clear()
+        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1,
+                                   max_size=max_size, open=False)  # fmt: skip
+        await pool.open()
+        try:
+            async with tenant_tx(pool, "mem-b") as conn:
+                where = "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"
+                p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 7}
+                window = await kmms_search._window_units(conn, where, p)
+                units = await kmms_search._window_ranking(conn, pool if use_pool else None, "mem-b", where, p,
+                                                          window)  # fmt: skip
+                return units, len(calls)
+        finally:
+            await pool.close()
+
+    single, one = asyncio.run(ranking(2, use_pool=False))
+    halves, two = asyncio.run(ranking(2, use_pool=True))
+    busy, still_one = asyncio.run(ranking(1, use_pool=True))
+    assert len(single) == 7 and (one, two, still_one) == (1, 2, 1)
+    assert halves == single and busy == single
+
+
 def test_full_text_candidates_keep_to_the_transactions_tenant(person: MemoryClient, stack: Stack) -> None:
     """kmms.unit_text_matches runs as the tables' owner (so the text index is used under row-level
     security); it must still show the application role only its own tenant's units."""
