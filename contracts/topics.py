@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -37,6 +38,10 @@ DEFAULT_PREFIX = "hivemem."
 # Every inbound, accepted and rejected topic has this many partitions, so the gate can
 # write a record's verdict to the same partition number it read it from (per-key order).
 DEFAULT_PARTITIONS = 3
+# Accepted envelopes of these types go to their tenant's partition (``tenant_partition``), not to the partition
+# they were read from: the governance processor's state (proposals, presence for the quorum, fact versions) is
+# per tenant, so each instance of a split governance processor owns whole tenants (docs/deploy-kubernetes.md).
+BY_TENANT: frozenset[str] = frozenset({"presence", "proposal", "vote"})
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,11 @@ class TopicNames:
         if rest.startswith("accepted."):
             rest = rest[len("accepted.") :]
         return rest if rest in ENVELOPE_TYPES else None
+
+
+def tenant_partition(tenant: str, partitions: int = DEFAULT_PARTITIONS) -> int:
+    """The partition of a tenant's records on a topic partitioned by tenant (``BY_TENANT``)."""
+    return zlib.crc32(tenant.encode()) % partitions
 
 
 def partition_key(tenant: str, aggregate_id: str) -> bytes:

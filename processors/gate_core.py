@@ -2,7 +2,9 @@
 
 ``GateCore.process(batch)`` turns inbound records into output records: accepted envelopes
 go, bytes unchanged, to ``<prefix>accepted.<type>``; every refusal goes to ``<prefix>rejected``
-with its reason code. Outputs keep the inbound partition number, so per-key order holds.
+with its reason code. Outputs keep the inbound partition number, so per-key order holds; accepted presence,
+proposals and votes go to their tenant's partition instead (``contracts.topics.BY_TENANT``: one tenant's
+governance is decided by one instance of a split governance processor), which keeps per-key order too.
 ``GateProcessor`` runs it on the stream runtime (claims and keys in the batch's Postgres
 transaction); ``GateDriver`` runs it without a broker (Kafka Streams' TopologyTestDriver,
 in small) on in-memory stores. Both run the same algorithm.
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 from contracts.avro import ContractError, decode_record, encode_rejection
 from contracts.caml_records import CamlEvent, decode_caml
 from contracts.positions import LogPosition
+from contracts.topics import BY_TENANT, tenant_partition
 from governance.gate import (
     Accept,
     GateConfig,
@@ -86,8 +89,10 @@ class GateCore:
         headers = ((SRC_HEADER, rec.position.encode()), (LOG_TIME_HEADER, str(rec.log_time).encode()))
         if isinstance(verdict, Accept):
             assert rec.value is not None
-            topic = self.cfg.topics.accepted(verdict.envelope.type)
-            return OutRecord(topic, rec.position.partition, rec.key, rec.value, headers)
+            env = verdict.envelope
+            topic = self.cfg.topics.accepted(env.type)
+            partition = tenant_partition(env.tenant) if env.type in BY_TENANT else rec.position.partition
+            return OutRecord(topic, partition, rec.key, rec.value, headers)
         value = encode_rejection(rejection(verdict, self.cfg.processor))
         return OutRecord(self.cfg.topics.rejected, rec.position.partition, rec.key, value, headers)
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from contracts.avro import decode_envelope, encode_rejection, registry
 from contracts.models import DecisionPayload, Envelope, FactPayload, Rejection
 from contracts.positions import LogPosition
-from contracts.topics import DEFAULT_PARTITIONS, TopicNames, partition_key
+from contracts.topics import DEFAULT_PARTITIONS, TopicNames, partition_key, tenant_partition
 from governance.gate import InboundRecord, RecordMeta, Reject, derived_event_id, rejection
 from governance.signing import SYSTEM_CLAW, Signer, encode_signed
 from governance.voting import DecisionOut, FactOut, GovernanceState, Output, Ref, Refusal, VotingConfig
@@ -107,23 +107,51 @@ class GovernanceCore:
 
 
 class GovernanceProcessor:
-    """The governance step on the stream runtime: state in ``govproc`` (the batch's transaction)."""
+    """The governance step on the stream runtime: state in ``govproc`` (the batch's transaction).
+
+    It may be split over instances (``HIVEMEM_INSTANCE``, ``streams.group``): its state is per tenant, and the
+    gate writes a tenant's presence, proposals and votes to the tenant's partition of each input topic
+    (``contracts.topics.BY_TENANT``), so an instance holding partition ``p`` of the three topics owns the
+    tenants of ``p`` whole: their quorum (presence), proposals, votes, expiries and fact versions. It loads and
+    ticks only those; a partition that moves is picked up with its state as the previous owner committed it.
+    """
 
     name = NAME
+    parallel = True
+    copartitioned = True
 
     def __init__(self, cfg: VotingConfig, names: TopicNames, signer: Signer,
                  store: GovernanceStore | None = None) -> None:  # fmt: skip
         self.cfg = cfg
         self.core = GovernanceCore(names, signer)
         self.store: GovernanceStore = store or InMemoryGovernanceStore()
+        self.owned: frozenset[int] | None = None  # the tenant partitions it owns; None: unsplit, every tenant
         self.state = self.store.load(cfg)
 
     def input_topics(self) -> list[str]:
         return self.core.input_topics()
 
+    def owns(self, tenant: str) -> bool:
+        return self.owned is None or tenant_partition(tenant) in self.owned
+
     def open(self, conn: Conn) -> None:
         self.store = PostgresGovernanceStore(conn)
-        self.state = self.store.load(self.cfg)
+        self.state = self.store.load(self.cfg, None if self.owned is None else self.owns)
+
+    def partitions_changed(self, conn: Conn, held: frozenset[tuple[str, int]]) -> None:
+        self.store = PostgresGovernanceStore(conn)
+        self.hold(held)
+
+    def hold(self, held: frozenset[tuple[str, int]]) -> None:
+        """Own the tenants of the held partitions and load their state from the store."""
+        # A tenant is owned when its partition of every input topic is held; the range assignor hands them out
+        # together, so anything else is a misconfigured group: said, and only the complete ones are owned.
+        by_topic = [{p for t, p in held if t == topic} for topic in self.input_topics()]
+        owned = frozenset(set.intersection(*by_topic))
+        if any(ps - owned for ps in by_topic):
+            log.warning("%s holds partitions %s, not the same numbers on every input topic", NAME, sorted(held))
+        self.owned = owned
+        self.state = self.store.load(self.cfg, self.owns)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
         outputs = self.core.apply(self.state, records) + self.core.tick(self.state, now_ms)

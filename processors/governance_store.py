@@ -8,6 +8,7 @@ the runtime's connection, so a batch's state, outputs and input offsets commit t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import psycopg
@@ -15,10 +16,13 @@ import psycopg
 from governance.quorum import Heartbeat
 from governance.voting import GovernanceState, ProposalState, VotingConfig
 
+# Which tenants an instance of a split governance processor owns (None: all of them).
+Owns = Callable[[str], bool] | None
+
 
 class GovernanceStore(Protocol):
-    def load(self, cfg: VotingConfig) -> GovernanceState:
-        """The state as last saved (nothing dirty)."""
+    def load(self, cfg: VotingConfig, owns: Owns = None) -> GovernanceState:
+        """The state as last saved (nothing dirty), of the tenants ``owns`` accepts."""
         ...
 
     def save(self, gs: GovernanceState) -> None:
@@ -32,14 +36,18 @@ class InMemoryGovernanceStore:
         self._presence: dict[tuple[str, str], Heartbeat] = {}
         self._facts: dict[tuple[str, str], int] = {}
 
-    def load(self, cfg: VotingConfig) -> GovernanceState:
+    def load(self, cfg: VotingConfig, owns: Owns = None) -> GovernanceState:
         gs = GovernanceState(cfg)
-        for raw in self._proposals.values():
-            gs.restore_proposal(ProposalState.model_validate_json(raw))
+        mine = owns or (lambda _tenant: True)
+        for (tenant, _), raw in self._proposals.items():
+            if mine(tenant):
+                gs.restore_proposal(ProposalState.model_validate_json(raw))
         for (tenant, claw), hb in self._presence.items():
-            gs.restore_presence(tenant, claw, hb)
+            if mine(tenant):
+                gs.restore_presence(tenant, claw, hb)
         for (tenant, key), version in self._facts.items():
-            gs.restore_fact(tenant, key, version)
+            if mine(tenant):
+                gs.restore_fact(tenant, key, version)
         gs.clear_dirty()
         return gs
 
@@ -57,15 +65,19 @@ class PostgresGovernanceStore:
     def __init__(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
         self._conn = conn
 
-    def load(self, cfg: VotingConfig) -> GovernanceState:
+    def load(self, cfg: VotingConfig, owns: Owns = None) -> GovernanceState:
         gs = GovernanceState(cfg)
         conn = self._conn
-        for (state,) in conn.execute("SELECT state FROM govproc.proposals"):
-            gs.restore_proposal(ProposalState.model_validate_json(str(state)))  # text: migration 23
+        mine = owns or (lambda _tenant: True)
+        for tenant, state in conn.execute("SELECT tenant, state FROM govproc.proposals"):
+            if mine(str(tenant)):
+                gs.restore_proposal(ProposalState.model_validate_json(str(state)))  # text: migration 23
         for tenant, claw, last_seen, ok in conn.execute("SELECT tenant, claw_id, last_seen, ok FROM govproc.presence"):
-            gs.restore_presence(str(tenant), str(claw), Heartbeat(int(str(last_seen)), bool(ok)))
+            if mine(str(tenant)):
+                gs.restore_presence(str(tenant), str(claw), Heartbeat(int(str(last_seen)), bool(ok)))
         for tenant, key, version in conn.execute("SELECT tenant, fact_key, version FROM govproc.facts"):
-            gs.restore_fact(str(tenant), str(key), int(str(version)))
+            if mine(str(tenant)):
+                gs.restore_fact(str(tenant), str(key), int(str(version)))
         gs.clear_dirty()
         return gs
 

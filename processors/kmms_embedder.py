@@ -34,6 +34,10 @@ def node_text(ev: KmmsEvent) -> str | None:
 
 
 class KmmsEmbedderProcessor:
+    # No state: a record's outputs depend on it alone, so its partitions may be split over instances
+    # (streams.group, HIVEMEM_INSTANCE), and with them the model's work.
+    parallel = True
+
     def __init__(self, names: TopicNames, embedder: Embedder) -> None:
         self.names = names
         self.embedder = embedder

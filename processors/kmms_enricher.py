@@ -29,6 +29,9 @@ def enricher_model(enricher: Enricher) -> str:
 
 
 class KmmsEnricherProcessor:
+    # No state: a record's outputs depend on it alone, so its partitions may be split over instances
+    # (streams.group, HIVEMEM_INSTANCE), and with them the model's work.
+    parallel = True
     name = NAME
 
     def __init__(self, names: TopicNames, enricher: Enricher) -> None:

@@ -1,6 +1,7 @@
 """One processor split over instances by Kafka's own means: its instances form a consumer group and the
 group splits the input partitions between them (``HIVEMEM_INSTANCE`` names an instance; only processors
-marked ``parallel``, whose state is per record in Postgres, may split: the gate).
+marked ``parallel`` may split: those whose state is per record in Postgres or absent, the gate, the embedders
+and the KMMS enricher, and the governance processor, whose state follows its partitions, see below).
 
 Kafka decides who reads a partition; Postgres makes it safe, as in the single-instance protocol:
 
@@ -17,6 +18,12 @@ Kafka decides who reads a partition; Postgres makes it safe, as in the single-in
 
 Static membership (``group.instance.id``) lets a restarted instance take its partitions back at once; a
 killed one's partitions move to the others after ``session.timeout.ms`` (6 s).
+
+A processor whose state is per tenant across several input topics (the governance processor: presence,
+proposals and votes, written to their tenant's partition by the gate) is marked ``copartitioned``: its group
+uses Kafka's range assignor, which hands each instance the same partition numbers of every input topic, and
+the runtime tells it which partitions it holds after every change (``partitions_changed``), so it loads the
+state of exactly the tenants those partitions carry, as the previous owner committed it.
 """
 
 from __future__ import annotations
@@ -33,13 +40,14 @@ SESSION_TIMEOUT_MS = 6_000  # the broker's minimum by default: a dead instance's
 LOCK_WAIT_S = 60.0  # how long an assigned partition may wait for its previous owner's lock
 
 
-def group_config(bootstrap: str, name: str, instance: str) -> dict[str, Any]:
+def group_config(bootstrap: str, name: str, instance: str, copartitioned: bool = False) -> dict[str, Any]:
     return {
         **consumer_config(bootstrap, name),
         "group.instance.id": f"{name}-{instance}",
         "session.timeout.ms": SESSION_TIMEOUT_MS,
         "heartbeat.interval.ms": 1_000,
-        "partition.assignment.strategy": "roundrobin",
+        # range: partition i of every input topic goes to the same instance (topics of equal partition counts).
+        "partition.assignment.strategy": "range" if copartitioned else "roundrobin",
     }
 
 

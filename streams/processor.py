@@ -69,3 +69,13 @@ class Processor(Protocol):
     def refuse(self, failure: Failure) -> list[OutRecord]:
         """Outputs that give a record ``process`` could not take its verdict (may be none)."""
         ...
+
+
+class Copartitioned(Processor, Protocol):
+    """A processor split over instances whose state follows its partitions (``streams.group``): marked
+    ``parallel`` and ``copartitioned``, told by the runtime which input partitions it holds."""
+
+    def partitions_changed(self, conn: Conn, held: frozenset[tuple[str, int]]) -> None:
+        """Called between batches after the group assigned or revoked partitions, and with none before the
+        first assignment: (re)load the state the held partitions need, as last committed."""
+        ...

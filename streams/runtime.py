@@ -140,11 +140,14 @@ class StreamRuntime:
                 return False
         elif self.exclusive and not wait_advisory_lock(conn, f"stream:{self.name}", stop):
             return False
+        if self.instance is not None:
+            self.next = {}
+            self._held_changed(conn)  # none yet
         self.processor.open(conn)
         if self.instance is not None:
             # Partitions come from the group (_assigned), each at its stored offset.
-            self.next = {}
-            self._consumer = Consumer(group.group_config(self.bootstrap, self.name, self.instance))
+            copartitioned = bool(getattr(self.processor, "copartitioned", False))
+            self._consumer = Consumer(group.group_config(self.bootstrap, self.name, self.instance, copartitioned))
             self._consumer.subscribe(self.processor.input_topics(), on_assign=self._assigned,
                                      on_revoke=self._revoked, on_lost=self._revoked)  # fmt: skip
             self._adopt_due = True
@@ -171,6 +174,7 @@ class StreamRuntime:
         for tp in assigned:
             tp.offset = stored.get((str(tp.topic), int(tp.partition)), OFFSET_BEGINNING)
         self.next.update({tp: stored.get(tp, 0) for tp in tps})
+        self._held_changed(conn)
         consumer.assign(assigned)
         self._adopt_due = True  # an instance may have gone: its outbox rows need an owner
         log.warning("%s: assigned %s", self.owner, sorted(tps))  # a rebalance: rare, and worth seeing
@@ -185,7 +189,14 @@ class StreamRuntime:
             # (A broken connection has lost them already: the locks die with the session.)
             with contextlib.suppress(psycopg.Error):
                 group.release_partitions(conn, self.name, tps)
+                self._held_changed(conn)
         log.warning("%s: revoked %s", self.owner, sorted(tps))
+
+    def _held_changed(self, conn: Conn) -> None:
+        """Tell a processor whose state follows its partitions which ones it holds now (``streams.group``)."""
+        hook = getattr(self.processor, "partitions_changed", None)
+        if hook is not None:
+            hook(conn, frozenset(self.next))
 
     def _adopt(self, stop: threading.Event) -> None:
         """Publish the outbox rows of instances that are gone (their owner lock is free), as them."""

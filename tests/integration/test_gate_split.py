@@ -13,7 +13,6 @@ outcome is complete; and each read model equals a clean replay of the log.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 import uuid
@@ -25,17 +24,16 @@ import pytest
 from confluent_kafka import Producer
 
 from contracts.positions import LogPosition
-from deploy.kafka_local import free_port
 from hivemem.demo import claw_client
 from hivemem.services import projections
-from hivemem.settings import Settings, write_default_config
-from hivemem.stack import ServiceProcess, Stack
+from hivemem.stack import Stack
 from producers.claw_client import producer_config
 from projections.replay import rebuild
 from streams.kafka import read_topics
 from streams.records import OUT_HEADER, LogRecord
 from tests.conftest import wait_until
 from tests.integration.governance_support import mixed_stream
+from tests.integration.split_support import sender, split_stack
 from tests.integration.support import count, owner_db
 
 pytestmark = pytest.mark.integration
@@ -52,30 +50,16 @@ CLAW_TYPES = ("presence", "capabilities", "proposal", "vote")
 
 @pytest.fixture(scope="module")
 def split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    home = Path(tmp_path_factory.mktemp("hm-split"))
-    settings = dataclasses.replace(Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
-                                   config_path=home / "tenants.toml", api_port=free_port())  # fmt: skip
-    write_default_config(settings.config_path, {TENANT: True})
-    st = Stack(settings)
-    try:
-        st.start_backends(say=lambda *_: None)
-        env = st.child_env()
-        for i in (0, 1):
-            name = f"gate-{i}"
-            st.services[name] = ServiceProcess(name, ["gate"], {**env, "HIVEMEM_INSTANCE": str(i)}, home / "logs")
-            st.services[name].start()
-        st.services["governance"] = ServiceProcess("governance", ["governance"], env, home / "logs")
-        st.services["projectors"] = ServiceProcess("projectors", ["projectors", *READ_MODELS], env, home / "logs")
-        for name in ("governance", "projectors"):
-            st.services[name].start()
+    services: dict[str, tuple[list[str], str | None]] = {
+        "gate-0": (["gate"], "0"), "gate-1": (["gate"], "1"), "governance": (["governance"], None),
+        "projectors": (["projectors", *READ_MODELS], None)}  # fmt: skip
+    with split_stack(Path(tmp_path_factory.mktemp("hm-split")), (TENANT,), services) as st:
         yield st
-    finally:
-        st.stop()
 
 
 def _owners(records: list[LogRecord]) -> Counter[str]:
     """Verdicts by the outbox owner that sent them (``gate@0``, ``gate@1``)."""
-    return Counter((r.header(OUT_HEADER) or b"?").decode().rsplit(":", 1)[0] for r in records)
+    return Counter(sender(r) for r in records)
 
 
 def test_two_gate_instances_split_the_partitions_and_survive_a_sigkill(split: Stack) -> None:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from contracts.avro import decode_rejection, encode_envelope, encode_record, registry
 from contracts.positions import LogPosition
-from contracts.topics import TopicNames, partition_key
+from contracts.topics import DEFAULT_PARTITIONS, TopicNames, partition_key, tenant_partition
 from governance.gate import InboundRecord
 from processors.gate_core import GateDriver
 from tests.helpers import episode, gate_config, now_ms, offline_client
@@ -161,3 +161,25 @@ def test_nul_and_oversized_header_fields_are_refused_with_bounded_rejections() -
         rej = decode_rejection(pipe_env(d, env).value)
         assert rej.reason_code == "INVALID_FIELD"
         assert "\x00" not in (rej.idempotency_key or "") and len(rej.trace_id or "") <= 256
+
+
+def test_accepted_governance_inputs_go_to_their_tenants_partition() -> None:
+    """Presence, proposals and votes are written to the tenant's partition (the governance processor splits by
+    tenant); every other accepted envelope, and every refusal, keeps the partition it was read from."""
+    d = GateDriver(gate_config())
+    c = offline_client()
+    home = tenant_partition("acme")
+    other = (home + 1) % DEFAULT_PARTITIONS
+    t = now_ms()
+    for kind, body in (("presence", {"status": "ACTIVE"}), ("vote", {"proposalId": "p1", "vote": "YES"}),
+                       ("proposal", {"proposalId": "p2", "factKey": "k", "statement": "s", "proposer": "claw-1",
+                                     "deadline": t + 60_000})):  # fmt: skip
+        env = c.build(kind, body)
+        out = d.pipe(NAMES.inbound(kind), partition_key("acme", env.aggregate), encode_envelope(env), t, other)
+        assert (out.topic, out.partition) == (NAMES.accepted(kind), home)
+        assert dict(out.headers)["hm-src"].decode().startswith(f"{NAMES.inbound(kind)}:{other}:")
+    env = c.build("episode", episode())
+    out = d.pipe(EPISODES, partition_key("acme", env.aggregate), encode_envelope(env), t, other)
+    assert (out.topic, out.partition) == (NAMES.accepted("episode"), other)
+    bad = d.pipe(NAMES.inbound("vote"), b"acme/p1", b"\x00garbage", t, other)
+    assert (bad.topic, bad.partition) == (NAMES.rejected, other)

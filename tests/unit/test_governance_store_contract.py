@@ -35,6 +35,10 @@ def check_governance_store_contract(store: GovernanceStore, tenant_claw: str) ->
     assert {c: again.presence["acme"][c] for c in gs.presence["acme"] if c.startswith(tenant_claw)} == {
         c: hb for c, hb in gs.presence["acme"].items() if c.startswith(tenant_claw)
     }
+    # An instance of a split processor loads its own tenants only.
+    assert key in store.load(CFG, owns=lambda t: t == "acme").proposals
+    none = store.load(CFG, owns=lambda t: t != "acme")
+    assert key not in none.proposals and "acme" not in none.presence and ("acme", f"{tenant_claw}/k") not in none.facts
     # Only what is marked dirty is written: an unsaved change is not there after a load.
     vote(gs, f"{tenant_claw}-c", pid, 2_300)
     gs.clear_dirty()

@@ -369,16 +369,18 @@ def test_custom_resources() -> None:
     assert url.startswith(f"postgresql://{initdb['owner']}:")
 
 
-def test_only_the_gate_splits_and_each_of_its_pods_is_an_instance() -> None:
-    """HIVEMEM_INSTANCE makes a parallel processor join its consumer group as that instance: only the gate
-    is parallel, so only its pods name themselves (their stable StatefulSet names)."""
+def test_the_gate_and_governance_split_and_each_of_their_pods_is_an_instance() -> None:
+    """HIVEMEM_INSTANCE makes a parallel processor join its consumer group as that instance: the gate and the
+    governance processor are parallel, so exactly their pods name themselves (their stable StatefulSet names)."""
     from processors.gate_core import GateProcessor
+    from processors.governance_core import GovernanceProcessor
 
-    assert getattr(GateProcessor, "parallel", False)
+    assert getattr(GateProcessor, "parallel", False) and getattr(GovernanceProcessor, "parallel", False)
     named = {}
     for d in _of(*WORKLOADS):
         (main,) = d["spec"]["template"]["spec"]["containers"]
         refs = {v["name"]: v.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for v in main.get("env", [])}
         if "HIVEMEM_INSTANCE" in refs:
             named[d["metadata"]["name"]] = (d["kind"], refs["HIVEMEM_INSTANCE"])
-    assert named == {"hivemem-gate": ("StatefulSet", "metadata.name")}
+    assert named == {"hivemem-gate": ("StatefulSet", "metadata.name"),
+                     "hivemem-governance": ("StatefulSet", "metadata.name")}  # fmt: skip

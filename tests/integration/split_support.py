@@ -1,0 +1,52 @@
+"""A stack of a test module's own for processors split over instances (``HIVEMEM_INSTANCE``): a split
+processor holds its lock shared, so it cannot run beside the session stack's unsplit copy of itself."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from deploy.kafka_local import free_port
+from hivemem.settings import Settings, write_default_config
+from hivemem.stack import ServiceProcess, Stack
+from streams.records import OUT_HEADER, LogRecord
+
+
+@contextmanager
+def split_stack(home: Path, tenants: tuple[str, ...], services: dict[str, tuple[list[str], str | None]]
+                ) -> Iterator[Stack]:  # fmt: skip
+    """Kafka, Postgres and ``services`` (log name -> (``hivemem.services`` arguments, instance or None)),
+    started in ``home`` with ``tenants`` (governance on); stopped on exit."""
+    settings = dataclasses.replace(Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
+                                   config_path=home / "tenants.toml", api_port=free_port())  # fmt: skip
+    write_default_config(settings.config_path, dict.fromkeys(tenants, True))
+    st = Stack(settings)
+    try:
+        st.start_backends(say=lambda *_: None)
+        env = st.child_env()
+        for name, (args, instance) in services.items():
+            extra = {"HIVEMEM_INSTANCE": instance} if instance is not None else {}
+            st.services[name] = ServiceProcess(name, args, {**env, **extra}, home / "logs")
+            st.services[name].start()
+        yield st
+    finally:
+        st.stop()
+
+
+def assigned(stack: Stack, service: str, owner: str) -> list[tuple[str, int]]:
+    """The partitions ``owner`` (``<processor>@<instance>``) holds after the last rebalance line in the log of
+    ``service`` (none when that line was a revocation)."""
+    log = stack.settings.home / "logs" / f"{service}.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    lines = [ln for ln in text.splitlines() if f"{owner}: assigned" in ln or f"{owner}: revoked" in ln]
+    if not lines or f"{owner}: assigned" not in lines[-1]:
+        return []
+    return sorted((t, int(p)) for t, p in re.findall(r"\('([^']+)', (\d+)\)", lines[-1]))
+
+
+def sender(r: LogRecord) -> str:
+    """The outbox owner that sent a processor's output record (``<processor>@<instance>`` when split)."""
+    return (r.header(OUT_HEADER) or b"?").decode().rsplit(":", 1)[0]

@@ -1,0 +1,141 @@
+"""Two replicas of the kmms service: the enricher and the embedder split their partitions between them (Kafka's
+consumer group), the write path and the consolidator run on one and stand by on the other; one replica is
+SIGKILLed mid-stream and comes back.
+
+Then: every episode is stored, enriched once and embedded once (one enrichment event and one vector event per
+episode on the log, each sent once); both replicas embedded and enriched some; the survivor took the killed
+one's partitions; and the KMMS read model equals a clean replay of the log.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from contracts.kmms_records import KmmsEvent, decode_kmms
+from hivemem.services import projections
+from hivemem.stack import Stack
+from projections.replay import rebuild
+from streams.kafka import read_topics
+from tests.conftest import wait_until
+from tests.integration.split_support import assigned, sender, split_stack
+from tests.integration.support import client, count
+
+pytestmark = pytest.mark.integration
+
+TENANT = "mem-split"
+N = 120
+DAY = 86_400_000
+ENRICHER = "kmms-enricher"
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    services: dict[str, tuple[list[str], str | None]] = {
+        "gate": (["gate"], None), "kmms-0": (["kmms"], "0"), "kmms-1": (["kmms"], "1"),
+        "projectors": (["projectors", "audit", "kmms"], None)}  # fmt: skip
+    with split_stack(Path(tmp_path_factory.mktemp("hm-kmms-split")), (TENANT,), services) as st:
+        yield st
+
+
+def _embedder(stack: Stack) -> str:
+    """The embedder's name (it carries the model's digest), from its rebalance lines."""
+    log = (stack.settings.home / "logs" / "kmms-0.log").read_text(errors="replace")
+    return next(w.split("@")[0] for w in log.split() if w.startswith("kmms-embedder-") and "@" in w)
+
+
+def _senders(stack: Stack, tag: str) -> set[str]:
+    """Who sent this test's enrichments and vectors so far."""
+    names = stack.settings.topics
+    recs = read_topics(stack.settings.require_kafka(), [names.kmms_events, names.kmms_embeddings])
+    return {
+        sender(r)
+        for r in recs
+        if f"ep-{tag}-" in (r.key or b"").decode() + (r.value or b"").decode("latin-1")
+        and (r.topic == names.kmms_embeddings or decode_kmms(r.value or b"", KmmsEvent).kind != "EPISODE_STORED")
+    }
+
+
+def test_two_kmms_replicas_split_embedding_and_enrichment_and_survive_a_sigkill(split: Stack) -> None:
+    s = split.settings
+    k0, k1 = split.services["kmms-0"], split.services["kmms-1"]
+    wait_until(lambda: all(assigned(split, f"kmms-{i}", f"{ENRICHER}@{i}") for i in (0, 1)), timeout=120,
+               interval=0.5, what="both enricher instances assigned partitions")  # fmt: skip
+    embedder = _embedder(split)
+    wait_until(lambda: all(assigned(split, f"kmms-{i}", f"{embedder}@{i}") for i in (0, 1)), timeout=60,
+               interval=0.5, what="both embedder instances assigned partitions")  # fmt: skip
+
+    tag = uuid.uuid4().hex[:6]
+    claws = [client(split, f"split-{tag}-{i}", tenant=TENANT) for i in range(12)]  # 24 memories, every partition
+    killed, restarted = threading.Event(), threading.Event()
+
+    def kill_and_restart() -> None:
+        k1.kill()  # SIGKILL, mid-stream
+        killed.set()
+        # Replica 0 alone, once replica 1's session times out (6 s): it holds every partition of both.
+        wait_until(lambda: len(assigned(split, "kmms-0", f"{ENRICHER}@0")) == 3 and
+                   len(assigned(split, "kmms-0", f"{embedder}@0")) == 3, timeout=60, interval=0.5,
+                   what="replica 0 holding every partition")  # fmt: skip
+        k1.start()
+        restarted.set()
+
+    killer = threading.Thread(target=kill_and_restart, daemon=True)
+    t0 = 1_767_225_600_000  # 2026-01-01
+    for i in range(N):
+        c = claws[i % len(claws)]
+        text = f"Note {tag}-{i}: I repotted the {('basil', 'monstera', 'lemon tree')[i % 3]} on day {i}."
+        turns = [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}]
+        env = c.build("episode", {
+            "episodeId": f"ep-{tag}-{i}", "about": "memory", "content": "\n".join(
+                f"{t['role']}: {t['content']}" for t in turns), "occurredAt": t0 + i * DAY // 2,
+            "sessionId": f"s-{tag}-{i}", "userId": f"u{i % 2}", "contentType": "CONVERSATION",
+            "turns": turns}, trace_id=f"split-{tag}")  # fmt: skip
+        c.publish_envelope_async(env, lambda tok, err: None)
+        if i == N // 4:
+            for x in claws:
+                assert x.flush(60) == 0
+            # Both replicas at work before one dies: each has enriched and embedded some of these episodes.
+            wait_until(lambda: _senders(split, tag) >= {f"{ENRICHER}@0", f"{ENRICHER}@1", f"{embedder}@0",
+                                                        f"{embedder}@1"}, timeout=120, interval=1,
+                       what="both replicas enriching and embedding")  # fmt: skip
+            killer.start()
+            assert killed.wait(10)
+        if i % 10 == 0:
+            time.sleep(0.1)
+    for c in claws:
+        assert c.flush(120) == 0
+    killer.join(90)
+    assert restarted.is_set() and k0.alive() and k1.alive()
+
+    like = f"ep-{tag}-%"
+    stored = "SELECT count(*) FROM kmms.kmms_episodes WHERE tenant = %s AND episode_id LIKE %s"
+    enriched = stored + " AND primary_topic IS NOT NULL"
+    vectors = ("SELECT count(*) FROM kmms.kmms_units u JOIN kmms.kmms_vectors v ON v.tenant = u.tenant AND "
+               "v.unit_id = u.unit_id WHERE u.tenant = %s AND u.episode_id LIKE %s")  # fmt: skip
+    for sql, what in ((stored, "stored"), (enriched, "enriched"), (vectors, "embedded")):
+        wait_until(lambda sql=sql: count(split, sql, TENANT, like) >= N, timeout=240, interval=1, what=what)
+    assert count(split, vectors, TENANT, like) == N  # one round per episode, one vector each
+
+    # On the log: one enrichment and one vector per episode, each sent once, by both replicas between them.
+    names = s.topics
+    events = [r for r in read_topics(s.require_kafka(), [names.kmms_events]) if tag in (r.key or b"").decode()
+              or f"ep-{tag}-" in (r.value or b"").decode(errors="replace")]  # fmt: skip
+    enrichments = [r for r in events if decode_kmms(r.value or b"", KmmsEvent).kind == "EPISODE_ENRICHED"]
+    assert len(enrichments) == N
+    assert Counter(decode_kmms(r.value or b"", KmmsEvent).enrichment.episode_id for r in enrichments  # type: ignore[union-attr]
+                   ) == Counter({f"ep-{tag}-{i}": 1 for i in range(N)})  # fmt: skip
+    vecs = [
+        r for r in read_topics(s.require_kafka(), [names.kmms_embeddings]) if f"ep-{tag}-" in (r.key or b"").decode()
+    ]
+    assert len(vecs) == N and len({r.key for r in vecs}) == N
+    assert set(Counter(sender(r) for r in enrichments)) == {f"{ENRICHER}@0", f"{ENRICHER}@1"}
+    assert set(Counter(sender(r) for r in vecs)) == {f"{embedder}@0", f"{embedder}@1"}
+
+    result = rebuild(projections(s)["kmms"], s.require_kafka(), s.require_database(), names)
+    assert result.equal and result.records > 0, result.describe()
