@@ -44,7 +44,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from bench.memory_corpus import CATEGORIES, Corpus, Question, Session, from_longmemeval, generate, parse_iso
+from bench.memory_corpus import CATEGORIES, SHAPES, Corpus, Question, Session, from_longmemeval, generate, parse_iso
 from bench.memory_layers import consolidate_locally, l0_lookup_ms
 from bench.memory_metrics import ABSTAIN_BELOW, Gold, RankedHit, Retrieval, Scores, by_category, percentile, score
 from bench.pii import cpu_model
@@ -398,7 +398,7 @@ def build_corpus(args: argparse.Namespace) -> Corpus:
         return from_longmemeval(args.longmemeval, args.limit)
     if args.corpus:
         return Corpus.load(args.corpus)
-    return generate(seed=args.seed, users=args.users, sessions_per_user=args.sessions)
+    return generate(seed=args.seed, users=args.users, sessions_per_user=args.sessions, shape=args.shape)
 
 
 def main(argv: list[str]) -> int:
@@ -406,6 +406,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--users", type=int, default=30, help="users (one claw each) in the generated corpus")
     ap.add_argument("--sessions", type=int, default=40, help="sessions per user in the generated corpus")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--shape", choices=SHAPES, default="short", help="the generated corpus' assistant replies: one "
+                    "sentence, or LongMemEval-sized (800-2,000 characters) with single-session-assistant "
+                    "questions")  # fmt: skip
     ap.add_argument("--modes", default="hybrid,vector,text", help="search modes to run, comma-separated")
     ap.add_argument("--k", type=int, default=10, help="hits per search (recall@k is over their distinct sessions)")
     ap.add_argument("--skip-ingest", action="store_true",
@@ -446,10 +449,11 @@ def main(argv: list[str]) -> int:
     out.print(f"hivemem bench memory  {started:%Y-%m-%d %H:%M} UTC")
     out.print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}; load average "
               f"{load()} before the start (the machine is shared)")  # fmt: skip
-    cats = ", ".join(f"{c} {n}" for c, n in st["by_category"].items())
+    cats = ", ".join(f"{c} {n}" for c, n in st["by_category"].items() if n)
     out.print(f"corpus: {corpus.source} (seed {corpus.seed}), {st['users']} users, {st['sessions']:,} sessions "
               f"({st['turns_min']}-{st['turns_max']} turns, {st['turns_mean']:.1f} on average, "
-              f"{st['chars'] / 1e6:.2f} M characters; {st['distractor_share']:.0%} distractors), "
+              f"{st['chars'] / 1e6:.2f} M characters, assistant replies {st['reply_chars_mean']:,.0f} on average; "
+              f"{st['distractor_share']:.0%} distractors), "
               f"{st['questions']} questions: {cats}; {st['point_in_time']} point-in-time, "
               f"{st['asked_before_later_sessions']} asked before some of their user's sessions")  # fmt: skip
 

@@ -4,7 +4,8 @@ Each user has a haystack of timestamped multi-turn sessions (user/assistant) spr
 the user's "now"; most are distractors (recipes, travel planning, coding help, books, fitness, shopping, small
 talk, gardening, films and series, home repairs) drawn from many templates with randomised names, places, products
 and paraphrases. Evidence sessions look the same, but one user turn (mostly not the first) also says a personal
-fact as an aside. Questions carry a question date and the ids of their evidence sessions, in five categories:
+fact as an aside. Questions carry a question date and the ids of their evidence sessions, in five categories (six
+with ``shape="long"``):
 
 * ``single-session``: a fact said once ("what did I study at university?");
 * ``multi-session``: an aggregation over 2-3 sessions ("how many pets do I have?", "which cities did I visit?");
@@ -15,7 +16,14 @@ fact as an aside. Questions carry a question date and the ids of their evidence 
   purchase some weeks earlier), "where was I living in March?" (asked after the move; the old value), and
   point-in-time questions ("where do I live?") asked *between* the two sessions of a change, where the older value
   is right and the newer session lies after the question date;
-* ``abstention``: nothing in memory answers it; answer ``"unknown"``, no evidence.
+* ``abstention``: nothing in memory answers it; answer ``"unknown"``, no evidence;
+* ``single-session-assistant`` (``shape="long"`` only): something the assistant recommended in one long reply ("which
+  neighbourhood did you suggest I stay in?"), asked weeks later by the conversation's subject; a ``decoy`` session of
+  the same user on the same subject does not name it (``bench.memory_replies``).
+
+``shape="long"`` makes every assistant reply LongMemEval-sized (800-2,000 characters: paragraphs, lists, many named
+things; ``bench.memory_replies.expand``) from a second random stream, so the sessions, facts and questions are those
+of the default ``"short"`` corpus (plus the assistant questions, whose sessions take the place of distractors).
 
 ``point_in_time`` marks a question asked before a session that would change its answer (about 20 %); besides those,
 most questions are dated before some of their user's sessions, so anything a search returns after the question
@@ -30,13 +38,16 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-CATEGORIES = ("single-session", "multi-session", "knowledge-update", "temporal-reasoning", "abstention")
+CATEGORIES = ("single-session", "multi-session", "knowledge-update", "temporal-reasoning", "abstention",
+              "single-session-assistant")  # fmt: skip
+SHAPES = ("short", "long")
 UNKNOWN = "unknown"
 SPAN_DAYS = 182  # the haystack covers about six months before "now"
 BASE_NOW = datetime(2026, 10, 1, 18, 0, tzinfo=UTC)  # users' "now" is 0-30 days before this
@@ -57,7 +68,7 @@ class Session:
     user_id: str
     occurred_at: str  # ISO 8601, UTC ("...Z")
     turns: list[Turn]
-    role: str = "distractor"  # "distractor" | "evidence" | "decoy" (a near miss for a temporal question)
+    role: str = "distractor"  # "distractor" | "evidence" | "decoy" (a near miss for a temporal or assistant question)
     topic: str = ""
 
     def messages(self) -> list[dict[str, str]]:
@@ -128,6 +139,7 @@ class Corpus:
                         for s in next(u for u in self.users if u.user_id == q.user_id).sessions)
                     for q in self.questions)  # fmt: skip
         evidence = {e for q in self.questions for e in q.evidence_session_ids}
+        replies = [len(t.content) for s in sessions for t in s.turns if t.role == "assistant"]
         return {
             "users": len(self.users),
             "sessions": len(sessions),
@@ -142,6 +154,7 @@ class Corpus:
             "point_in_time": sum(q.point_in_time for q in self.questions),
             "asked_before_later_sessions": later,
             "chars": sum(len(s.text()) for s in sessions),
+            "reply_chars_mean": statistics.fmean(replies) if replies else 0.0,
         }
 
 
@@ -492,17 +505,29 @@ def _fill(r: random.Random, options: Sequence[str], slots: dict[str, str]) -> st
     return r.choice(options).format(**slots)
 
 
-def _host_turns(r: random.Random, exchanges: int) -> tuple[str, list[Turn]]:
-    """A topical conversation of ``exchanges`` user/assistant pairs."""
-    topic = r.choice(TOPICS)
-    s = _slots(r)
+def _host_turns(r: random.Random, exchanges: int, long: random.Random | None = None, topic: Topic | None = None,
+                s: dict[str, str] | None = None) -> tuple[str, list[Turn]]:  # fmt: skip
+    """A topical conversation of ``exchanges`` user/assistant pairs (``topic`` and slots ``s`` drawn if not given);
+    with ``long``, each reply expanded by ``bench.memory_replies.expand`` from that stream."""
+    topic = topic or r.choice(TOPICS)
+    s = s or _slots(r)
+    used: set[str] = set()  # shape="long": the sentence templates this conversation's replies took
+
+    def reply(options: Sequence[str], name: str = topic.name) -> str:
+        short = _fill(r, options, s)
+        if long is None:
+            return short
+        from bench.memory_replies import expand
+
+        return expand(long, name, short, s, used)
+
     (u0, a0) = r.choice(topic.openers)
-    turns = [Turn("user", _fill(r, u0, s)), Turn("assistant", _fill(r, a0, s))]
+    turns = [Turn("user", _fill(r, u0, s)), Turn("assistant", reply(a0))]
     picked = r.sample(topic.followups, min(exchanges - 1, len(topic.followups)))
     closer = topic.followups[-1]  # each topic's last follow-up closes a conversation: it goes last
     picked = [x for x in picked if x is not closer] + [x for x in picked if x is closer]
     for u, a in picked:
-        turns += [Turn("user", _join(r.choice(PREFIXES), _fill(r, u, s))), Turn("assistant", _fill(r, a, s))]
+        turns += [Turn("user", _join(r.choice(PREFIXES), _fill(r, u, s))), Turn("assistant", reply(a))]
     return topic.name, turns
 
 
@@ -521,10 +546,11 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _with_fact(r: random.Random, statement: str, ack: str, first_turn: float = 0.2) -> tuple[str, list[Turn]]:
+def _with_fact(r: random.Random, statement: str, ack: str, first_turn: float = 0.2,
+               long: random.Random | None = None) -> tuple[str, list[Turn]]:  # fmt: skip
     """A host conversation with ``statement`` said in one user turn (the first with probability ``first_turn``)
     and acknowledged at the start of the next assistant turn."""
-    topic, turns = _host_turns(r, r.randint(2, 6))
+    topic, turns = _host_turns(r, r.randint(2, 6), long)
     users = list(range(0, len(turns), 2))
     at = 0 if r.random() < first_turn else r.choice(users[1:] or users)
     aside = r.choice(ASIDES)
@@ -768,6 +794,7 @@ class _UserPlan:
     drafts: list[_Draft] = field(default_factory=list)
     qs: list[_QDraft] = field(default_factory=list)
     taken: set[str] = field(default_factory=set)
+    long: random.Random | None = None  # shape="long": the replies' own stream
 
     def at(self, day: float) -> datetime:
         """A time of day between 07:00 and 23:00 on day ``day`` of the span."""
@@ -780,7 +807,7 @@ class _UserPlan:
         return v
 
     def evidence(self, when: datetime, statement: str, ack: str, role: str = "evidence") -> _Draft:
-        topic, turns = _with_fact(self.r, statement, ack)
+        topic, turns = _with_fact(self.r, statement, ack, long=self.long)
         d = _Draft(when, topic, turns, role)
         self.drafts.append(d)
         return d
@@ -880,11 +907,44 @@ def _abstention(p: _UserPlan, used: set[str]) -> None:
     p.qs.append(_QDraft(p.r.choice(ask), p.at(p.r.uniform(90, 181)), UNKNOWN, [], "abstention", kind))
 
 
-def _user(seed: int, index: int, sessions: int) -> tuple[User, list[Question]]:
+def _assistant(p: _UserPlan) -> None:
+    """1-2 single-session-assistant questions: per kind an evidence session (a host conversation on the topic with
+    the request and the recommending reply as one of its exchanges) and a decoy on the same subject."""
+    from bench.memory_replies import RECALLS, expand
+
+    assert p.long is not None
+    long = p.long
+
+    def convo(s: dict[str, str], topic: Topic, ask: str, reply: str) -> tuple[list[Turn], int]:
+        _, turns = _host_turns(p.r, p.r.randint(2, 5), long, topic, s)
+        at = 0 if p.r.random() < 0.3 else 2 * p.r.randrange(1, len(turns) // 2)
+        pair = [Turn("user", _join(p.r.choice(PREFIXES), ask) if at else ask), Turn("assistant", reply)]
+        turns[at : at + (0 if at else 2)] = pair
+        return turns, at + 1
+
+    for kind in p.r.sample(sorted(RECALLS), p.r.choice((1, 2, 2))):
+        spec = RECALLS[kind]
+        topic = next(t for t in TOPICS if t.name == spec.topic)
+        while True:  # until its reply alone names the value, and no rival value is named (Recall.clean)
+            s = spec.slots(p.r, _slots(p.r))
+            turns, at = convo(s, topic, _fill(p.r, spec.ask, s), expand(long, topic.name, _fill(p.r, spec.lead, s), s))
+            decoy, _ = convo(s, topic, _fill(p.r, spec.decoy[0], s),
+                             expand(long, topic.name, _fill(p.r, spec.decoy[1], s), s))  # fmt: skip
+            if spec.clean(s, [(t.role, t.content) for t in turns], at) and spec.clean(
+                    s, [(t.role, t.content) for t in decoy], None):  # fmt: skip
+                break
+        ev = _Draft(p.at(p.r.uniform(5, 150)), topic.name, turns, "evidence")
+        p.drafts += [ev, _Draft(p.at(p.r.uniform(0, SPAN_DAYS - 0.5)), topic.name, decoy, "decoy")]
+        p.qs.append(_QDraft(_fill(p.r, spec.question, s), p.after(ev.when, 14, 100), s["v"], [ev],
+                            "single-session-assistant", kind))  # fmt: skip
+
+
+def _user(seed: int, index: int, sessions: int, shape: str = "short") -> tuple[User, list[Question]]:
     r = random.Random(f"hivemem-memory-{seed}-{index}")
     uid = f"u-{index:02d}"
     now = (BASE_NOW - timedelta(days=r.randint(0, 30), minutes=r.randint(0, 600))).replace(second=0)
-    p = _UserPlan(now - timedelta(days=SPAN_DAYS), now, r)
+    long = random.Random(f"hivemem-memory-long-{seed}-{index}") if shape == "long" else None
+    p = _UserPlan(now - timedelta(days=SPAN_DAYS), now, r, long=long)
     singles = r.sample(sorted(SINGLES), 2)
     updates = r.sample(sorted(UPDATES), 2)
     even = index % 2 == 0
@@ -893,13 +953,15 @@ def _user(seed: int, index: int, sessions: int) -> tuple[User, list[Question]]:
     _multis(p, r.sample(sorted(MULTIS), 2 if even else 1), pit=index % 3 == 0)
     _weekend(p, r.choice(sorted(WEEKENDS)))
     _abstention(p, {*singles, *updates})
+    if long is not None:
+        _assistant(p)
     free = sessions - len(p.drafts)
     if free < 10:
         raise ValueError(f"sessions_per_user={sessions} leaves {free} distractors for {uid}; use at least "
                          f"{len(p.drafts) + 10}")  # fmt: skip
     texts = {"\n".join(t.content for t in d.turns) for d in p.drafts}
     while len(p.drafts) < sessions:
-        topic, turns = _host_turns(r, r.randint(2, 6))
+        topic, turns = _host_turns(r, r.randint(2, 6), long)
         text = "\n".join(t.content for t in turns)
         if text in texts:  # the memory refuses the same content twice
             continue
@@ -922,15 +984,19 @@ def _user(seed: int, index: int, sessions: int) -> tuple[User, list[Question]]:
     return User(uid, iso(now), out), qs
 
 
-def generate(seed: int = 7, users: int = 30, sessions_per_user: int = 40) -> Corpus:
-    """The corpus: ``users`` users with ``sessions_per_user`` sessions each and about 9 questions per user."""
-    made = [_user(seed, i, sessions_per_user) for i in range(users)]
-    return Corpus(seed, [u for u, _ in made], [q for _, qs in made for q in qs])
+def generate(seed: int = 7, users: int = 30, sessions_per_user: int = 40, shape: str = "short") -> Corpus:
+    """The corpus: ``users`` users with ``sessions_per_user`` sessions each and about 9 questions per user;
+    ``shape="long"``: LongMemEval-sized assistant replies and the single-session-assistant questions."""
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {', '.join(SHAPES)}, not {shape!r}")
+    made = [_user(seed, i, sessions_per_user, shape) for i in range(users)]
+    source = "synthetic" if shape == "short" else f"synthetic-{shape}"
+    return Corpus(seed, [u for u, _ in made], [q for _, qs in made for q in qs], source)
 
 
 # --- LongMemEval ---------------------------------------------------------------------------------------------
 
-_LME_CATEGORY = {"single-session-user": "single-session", "single-session-assistant": "single-session",
+_LME_CATEGORY = {"single-session-user": "single-session", "single-session-assistant": "single-session-assistant",
                  "single-session-preference": "single-session", "multi-session": "multi-session",
                  "knowledge-update": "knowledge-update", "temporal-reasoning": "temporal-reasoning"}  # fmt: skip
 

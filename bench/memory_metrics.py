@@ -21,6 +21,9 @@ event and validity times, the L2 fact value if any), its overall confidence and 
   have been known then; must be 0). Counted per hit; a question "leaks" if it has at least one.
 * **abstained** = the result says so, or its confidence is below ``ABSTAIN_BELOW`` (0.5). Abstention rate over the
   abstention questions (higher is better); false-abstention rate over the answerable ones (lower is better).
+* Every category is scored by its evidence sessions (recall, any-hit, NDCG): ``single-session-assistant`` (the
+  answer is in an assistant reply) like ``single-session``; current-vs-superseded only applies to knowledge-update
+  and the abstention rate only to abstention (the other categories count towards false abstention).
 * **percentile** (latencies): the nearest-rank value ``sorted(xs)[min(n - 1, int(p * n))]``, as the other benches.
 """
 

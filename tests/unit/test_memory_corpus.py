@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 from collections import Counter
@@ -13,13 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from bench.memory_corpus import CATEGORIES, UNKNOWN, Corpus, from_longmemeval, generate, parse_iso
+from bench.memory_corpus import CATEGORIES, SINGLES, UNKNOWN, Corpus, from_longmemeval, generate, parse_iso
 from governance.pii.regex_stage import redact
+
+ASSISTANT = "single-session-assistant"  # shape="long" only
 
 
 @pytest.fixture(scope="module")
 def corpus() -> Corpus:
     return generate(seed=7, users=30, sessions_per_user=40)
+
+
+@pytest.fixture(scope="module")
+def long_corpus() -> Corpus:
+    return generate(seed=7, users=30, sessions_per_user=40, shape="long")
 
 
 def _hash(c: Corpus) -> str:
@@ -54,8 +62,8 @@ def test_counts(corpus: Corpus) -> None:
     assert all(4 <= len(s.turns) <= 12 and len(s.turns) % 2 == 0 for u in corpus.users for s in u.sessions)
     assert len(corpus.questions) >= 200
     cats = Counter(q.category for q in corpus.questions)
-    assert set(cats) == set(CATEGORIES)
-    assert all(cats[c] >= 25 for c in CATEGORIES if c != "abstention")
+    assert set(cats) == set(CATEGORIES) - {ASSISTANT}
+    assert all(cats[c] >= 25 for c in CATEGORIES if c not in ("abstention", ASSISTANT))
     assert cats["abstention"] >= 20
     assert len({q.question_id for q in corpus.questions}) == len(corpus.questions)
     pit = sum(q.point_in_time for q in corpus.questions)
@@ -184,3 +192,103 @@ def test_longmemeval_conversion(tmp_path: Path) -> None:
     assert (q1.category, q1.question_date, q1.evidence_session_ids) == ("single-session", "2023-05-30T23:40:00Z",
                                                                         ["lme-q1-a"])  # fmt: skip
     assert (q2.category, q2.answer, q2.evidence_session_ids) == ("abstention", UNKNOWN, [])
+    data[0]["question_type"] = "single-session-assistant"
+    path.write_text(json.dumps(data))
+    assert from_longmemeval(path).questions[0].category == ASSISTANT
+
+
+# --- shape="long": LongMemEval-sized replies and the single-session-assistant questions ---------------------------
+
+
+def test_long_shape_is_deterministic_and_the_short_default(long_corpus: Corpus, corpus: Corpus) -> None:
+    assert _hash(generate(seed=7, users=30, sessions_per_user=40, shape="short")) == _hash(corpus)
+    assert _hash(generate(seed=7, users=30, sessions_per_user=40, shape="long")) == _hash(long_corpus)
+    assert _hash(generate(seed=8, users=30, sessions_per_user=40, shape="long")) != _hash(long_corpus)
+    assert long_corpus.source == "synthetic-long" and corpus.source == "synthetic"
+    code = ("import hashlib; from bench.memory_corpus import generate; "
+            "print(hashlib.sha256(generate(shape='long').dumps().encode()).hexdigest())")  # fmt: skip
+    env = {**os.environ, "PYTHONHASHSEED": "4242"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    assert out.stdout.strip() == _hash(long_corpus)
+    with pytest.raises(ValueError, match="shape"):
+        generate(users=1, shape="medium")
+
+
+def test_long_replies_are_longmemeval_sized(long_corpus: Corpus, corpus: Corpus) -> None:
+    replies = [t.content for u in long_corpus.users for s in u.sessions for t in s.turns if t.role == "assistant"]
+    lengths = [len(r) for r in replies]
+    assert 800 <= statistics.fmean(lengths) <= 2000
+    assert statistics.pstdev(lengths) >= 150 and max(lengths) >= 1800  # varied
+    assert sum("\n1. " in r or "\n- " in r or "\n* " in r for r in replies) >= 0.3 * len(replies)  # lists
+    assert statistics.fmean(len(s.text()) for u in long_corpus.users for s in u.sessions) >= 3000
+    # the short corpus' evidence sessions are there, same time and user turns, each short reply (with the fact's
+    # acknowledgement, if any) starting its long one
+    long = {(s.user_id, s.occurred_at): s for u in long_corpus.users for s in u.sessions}
+    evidence = [s for u in corpus.users for s in u.sessions if s.role == "evidence"]
+    for old in evidence:
+        new = long[(old.user_id, old.occurred_at)]
+        assert [t.role for t in old.turns] == [t.role for t in new.turns], old.session_id
+        for a, b in zip(old.turns, new.turns, strict=True):
+            assert b.content == a.content if a.role == "user" else b.content.startswith(a.content + " ")
+    by_id = long_corpus.sessions_by_id()
+    acks = 0
+    for q in long_corpus.questions:
+        if q.category == "single-session":
+            said = {a.format(v=q.answer) for a in SINGLES[q.fact_kind].ack if a}
+            replies = [t.content for t in by_id[q.evidence_session_ids[0]].turns if t.role == "assistant"]
+            acks += any(r.startswith(tuple(said)) for r in replies)
+    assert acks >= 15
+
+
+def test_long_texts_carry_no_regex_pii(long_corpus: Corpus) -> None:
+    for u in long_corpus.users:
+        for s in u.sessions:
+            for t in s.turns:
+                assert redact(t.content).categories == (), (s.session_id, t.content)
+                assert not re.search(r"\d{5,}|@", t.content), (s.session_id, t.content)
+
+
+def test_long_corpus_keeps_the_other_invariants(long_corpus: Corpus) -> None:
+    by_id = long_corpus.sessions_by_id()
+    users = {u.user_id: u for u in long_corpus.users}
+    for u in long_corpus.users:
+        assert len(u.sessions) == 40
+        texts = [s.text() for s in u.sessions]
+        assert len(set(texts)) == len(texts)
+        times = [parse_iso(s.occurred_at) for s in u.sessions]
+        assert times == sorted(times) and len(set(times)) == len(times)
+        assert all(4 <= len(s.turns) <= 12 and [t.role for t in s.turns] == ["user", "assistant"] * (len(s.turns) // 2)
+                   for s in u.sessions)  # fmt: skip
+    assert set(Counter(q.category for q in long_corpus.questions)) == set(CATEGORIES)
+    for q in long_corpus.questions:
+        assert parse_iso(q.question_date) <= parse_iso(users[q.user_id].now)
+        for sid in q.evidence_session_ids:
+            assert by_id[sid].role == "evidence" and parse_iso(by_id[sid].occurred_at) < parse_iso(q.question_date)
+        if q.category != "abstention":
+            assert q.answer.casefold() not in q.question.casefold(), q.question_id
+
+
+def test_assistant_questions(long_corpus: Corpus) -> None:
+    by_id = long_corpus.sessions_by_id()
+    qs = [q for q in long_corpus.questions if q.category == ASSISTANT]
+    assert len(qs) >= len(long_corpus.users)  # 1+ per user on average
+    assert len({q.user_id for q in qs}) == len(long_corpus.users)
+    assert len({q.fact_kind for q in qs}) >= 8
+    for q in qs:
+        assert len(q.evidence_session_ids) == 1
+        s = by_id[q.evidence_session_ids[0]]
+        assert q.answer in "\n".join(t.content for t in s.turns if t.role == "assistant"), q.question_id
+        assert all(q.answer.casefold() not in t.content.casefold() for t in s.turns if t.role == "user")
+        named = [t for t in s.turns if q.answer.casefold() in t.content.casefold()]
+        assert len(named) == 1 and len(named[0].content) >= 600  # one long reply names it
+        assert (parse_iso(q.question_date) - parse_iso(s.occurred_at)).days >= 14  # weeks later
+        # a decoy session of the same user, on the same topic, does not name it
+        same_topic = [x for x in next(u for u in long_corpus.users if u.user_id == q.user_id).sessions
+                      if x.topic == s.topic and x.session_id != s.session_id]  # fmt: skip
+        assert any(x.role == "decoy" and q.answer.casefold() not in x.text().casefold() for x in same_topic)
+        # the question is not the reply's wording: no run of 5 words in common
+        reply = named[0].content.casefold().split()
+        runs = {" ".join(reply[i : i + 5]) for i in range(len(reply) - 4)}
+        words = q.question.casefold().split()
+        assert not any(" ".join(words[i : i + 5]) in runs for i in range(len(words) - 4)), q.question
