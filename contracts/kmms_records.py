@@ -99,6 +99,7 @@ class KmmsEmbedding(WireModel):
     model: str
     vector: list[float]
     source: str
+    voice: str = ""  # v2: "asked" | "told" | "reply" | "" (governance/kmms/voice.py)
 
 
 KmmsRecord = KmmsEvent | KmmsEmbedding

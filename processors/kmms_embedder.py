@@ -5,6 +5,8 @@ consumer that re-embeds the whole memory in the background while the old vectors
 
 Units: an episode's rounds or paragraphs (``governance/kmms/units.py``) and, for a unit of several
 sentences, each sentence (``<unit id>~s<n>``: search ranks a unit by its best vector); and each L1/L2/L3 node.
+Each vector carries the voice of its text (``governance/kmms/voice.py``: a user's question or statement, a
+reply), the first stage's prior.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms, encode
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
 from governance.kmms.phrasing import embedding_text, fact_sentence
 from governance.kmms.units import sentences_of, units_of
+from governance.kmms.voice import Voice, sentence_voice, unit_voice
 from inference.embeddings import Embedder
 from processors.caml_embedder import embed_or_outage
 from streams.offsets import Conn
@@ -50,27 +53,32 @@ class KmmsEmbedderProcessor:
         pass  # stateless: its only effect is its outputs (and the runtime's offsets)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
-        todo: list[tuple[LogRecord, KmmsEvent, str, str]] = []  # (record, event, unit id, text)
+        todo: list[tuple[LogRecord, KmmsEvent, str, str, Voice]] = []  # (record, event, unit id, text, voice)
         for rec in records:
             ev = decode_kmms(rec.value or b"", KmmsEvent)
             if ev.kind == "EPISODE_STORED" and ev.episode is not None:
+                conversation = bool(ev.episode.turns)
                 for u in units_of(ev.episode):
                     said = embedding_text(u.text)
-                    todo.append((rec, ev, u.unit_id, said))
-                    todo += [(rec, ev, x.unit_id, x.text) for x in sentences_of(u.unit_id, said)]
+                    user = any(line.startswith("user: ") for line in u.text.split("\n"))
+                    todo.append((rec, ev, u.unit_id, said, unit_voice(said, conversation=conversation,
+                                                                      user_lines=user)))  # fmt: skip
+                    # A reply's sentences are the reply's; a user's, each its own voice.
+                    todo += [(rec, ev, x.unit_id, x.text, sentence_voice(x.text) if user else "reply"
+                              if conversation else "") for x in sentences_of(u.unit_id, said)]  # fmt: skip
             elif ev.kind == "NODE_CREATED" and ev.node is not None:
                 text = node_text(ev)
                 if text:
-                    todo.append((rec, ev, ev.node.node_id, text))
+                    todo.append((rec, ev, ev.node.node_id, text, ""))
         if not todo:
             return []
-        vectors = embed_or_outage(self.embedder, [t for *_, t in todo])
+        vectors = embed_or_outage(self.embedder, [t for _, _, _, t, _ in todo])
         outs = []
         model = self.embedder.model_id
-        for (rec, ev, unit, _), vec in zip(todo, vectors, strict=True):
+        for (rec, ev, unit, _, voice), vec in zip(todo, vectors, strict=True):
             key = f"{ev.tenant}/{unit}|{model}".encode()
             out = KmmsEmbedding(unit_id=unit, tenant=ev.tenant, claw_id=ev.claw_id, scope=ev.scope, model=model,
-                                vector=[float(x) for x in vec], source=str(rec.position))  # fmt: skip
+                                vector=[float(x) for x in vec], source=str(rec.position), voice=voice)  # fmt: skip
             outs.append(OutRecord(self.names.kmms_embeddings, zlib.crc32(key) % DEFAULT_PARTITIONS, key,
                                   encode_kmms(out)))  # fmt: skip
         return outs

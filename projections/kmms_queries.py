@@ -31,8 +31,18 @@ from governance.kmms.confidence import NodeSignals, score
 from governance.kmms.strength import is_forgotten, strength_at
 from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
+from governance.kmms.voice import addressee
 from projections.kmms_rerank import RECENCY, best_units, newest_first, outdated_facts
-from projections.kmms_search import Memory, Mode, NodeRow, UnitHit, node_candidates, unit_candidates
+from projections.kmms_search import (
+    SAID_TEXT,
+    VOICE,
+    Memory,
+    Mode,
+    NodeRow,
+    UnitHit,
+    node_candidates,
+    unit_candidates,
+)
 from projections.queries import tenant_tx
 
 FAR_FUTURE = 2**62
@@ -223,11 +233,14 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     fallback = False
     async with tenant_tx(pool, m.tenant) as conn:
         terms = await known_terms(conn, m, sp.query)
+        # A question about the user's life: the voices' prior, and full text over what the user said.
+        voices, said = VOICE.adjustments(sp.query), addressee(sp.query) == "user" and SAID_TEXT
         units = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, bound, start, 4 * sp.k + 20,
-                                      pool)  # fmt: skip
+                                      pool, voices, said)  # fmt: skip
         if start is not None or bound < as_of:  # the window's units first, then the rest of time: a loose
             seen = {u.unit_id for u in units}  # or misread date phrase must not cost the evidence
-            rest = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, as_of, None, 4 * sp.k + 20)
+            rest = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, as_of, None, 4 * sp.k + 20,
+                                         voices=voices, said=said)  # fmt: skip
             units += [u for u in rest if u.unit_id not in seen]
         flt, params = node_filter(intent, as_of)
         nodes = await node_candidates(conn, m, sp.vector, sp.model, text, sp.mode, flt, params, 3 * sp.k)

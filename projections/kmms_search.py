@@ -1,4 +1,5 @@
-"""First-stage retrieval over one memory's read model: vector (pgvector HNSW, cosine) and full
+"""First-stage retrieval over one memory's read model: vector (pgvector HNSW, cosine, each vector's distance
+adjusted for its voice: ``governance.kmms.voice``) and full
 text (the units holding any of the query's lexemes, ranked by Okapi BM25: ``governance.kmms.bm25``), fused by
 reciprocal rank (``governance.kmms.fusion.rrf``). Units (rounds/paragraphs of L4 episodes) roll up
 to their episode by their best unit; L1–L3 nodes are ranked the same way.
@@ -21,10 +22,17 @@ from psycopg_pool import AsyncConnectionPool
 from governance.kmms.bm25 import bm25, candidate_query, query_lexemes, term_frequencies
 from governance.kmms.fusion import rrf
 from governance.kmms.units import MAX_SENTENCES, SENTENCE
+from governance.kmms.voice import VoiceWeights
 from projections.queries import tenant_tx
 
 Mode = Literal["hybrid", "vector", "text"]
 TEXT_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_TEXT_WEIGHT", "0.25"))  # docs/kmms.md, "Retrieval"
+# The voices' distance adjustments on a question about the user (docs/kmms.md, "Retrieval"; 0: off).
+VOICE = VoiceWeights(asked=float(os.environ.get("HIVEMEM_KMMS_VOICE_ASKED", "0.10")),
+                     told=float(os.environ.get("HIVEMEM_KMMS_VOICE_TOLD", "0.10")),
+                     reply=float(os.environ.get("HIVEMEM_KMMS_VOICE_REPLY", "0.20")))  # fmt: skip
+# On a question about the user's life, full text ranks the words the user said only (0: every word of a unit).
+SAID_TEXT = os.environ.get("HIVEMEM_KMMS_SAID_TEXT", "1").strip() not in ("0", "false", "no")
 # A unit's vector ids: its own and its sentences' (``<unit>~s<n>``). Written out, not built by a subquery over
 # generate_series: the subquery ran once per unit, a fifth of a time window's exact ranking (62 -> 49 ms).
 _FAMILY = "ARRAY[u.unit_id, " + ", ".join(f"u.unit_id || '{SENTENCE}{i}'" for i in range(MAX_SENTENCES)) + "]"
@@ -33,6 +41,9 @@ EXACT_WINDOW = 20_000  # a time window holding at most this many units is ranked
 SPLIT_WINDOW = int(os.environ.get("HIVEMEM_KMMS_SPLIT_WINDOW", "4000"))
 NEAREST_FIRST, NEAREST_MAX = 1_000, 256_000  # a large memory's nearest vectors read before the time filter
 Conn = AsyncConnection[tuple[object, ...]]
+# A vector's distance adjustment for its voice (governance/kmms/voice.py), from the query's parameters.
+_VOICED = ("CASE {v}.voice WHEN 'asked' THEN %(v_asked)s::float8 WHEN 'told' THEN %(v_told)s::float8 "
+           "WHEN 'reply' THEN %(v_reply)s::float8 ELSE 0 END")  # fmt: skip
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
 _TSQ = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
 
@@ -73,13 +84,17 @@ async def _ranked(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
 
 
 async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
-                          bound: int, start: int | None, n: int,
-                          pool: AsyncConnectionPool | None = None) -> list[UnitHit]:  # fmt: skip
+                          bound: int, start: int | None, n: int, pool: AsyncConnectionPool | None = None,
+                          voices: dict[str, float] | None = None, said: bool = False) -> list[UnitHit]:  # fmt: skip
     """The ``n`` best units by the fused ranking, within [start, bound] of event time. Given the ``pool``,
-    a large time window's exact ranking may use a second connection of it (``_window_ranking``)."""
+    a large time window's exact ranking may use a second connection of it (``_window_ranking``). The vector
+    ranking adds ``voices`` (``VoiceWeights.adjustments`` of the question) to each vector's distance; with
+    ``said``, full text ranks the words the memory's owner said only."""
     lo = start if start is not None else -(2**62)
+    v = voices or {}
     p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
-                         "bound": bound, "start": lo, "th": m.thread_id}  # fmt: skip
+                         "bound": bound, "start": lo, "th": m.thread_id, "v_asked": v.get("asked", 0.0),
+                         "v_told": v.get("told", 0.0), "v_reply": v.get("reply", 0.0)}  # fmt: skip
     where = ("u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.occurred_at <= %(bound)s "
              "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
     rankings: list[list[str]] = []
@@ -97,7 +112,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             ranked = await _nearest(conn, where, p, 3 * n, window)
         rankings.append(list(dict.fromkeys(ranked))[:n])
     if mode in ("hybrid", "text") and text.strip():
-        rankings.append(await _bm25_units(conn, p, prune=bool(rankings)))
+        rankings.append(await _bm25_units(conn, p, prune=bool(rankings), said=said))
     fused = rrf(rankings, weights=_weights(rankings, mode))[:n]
     if not fused:
         return []
@@ -127,14 +142,15 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
 # units hold (kmms.common_lexemes, migration 24), and ranked by those: a lexeme a fiftieth of the units hold
 # means reading all of them (60-90 ms at 400,000 units) for a term BM25 weighs at next to nothing. 1: off.
 COMMON_SHARE = float(os.environ.get("HIVEMEM_KMMS_COMMON_LEXEME", "0.01"))
-_common: tuple[float, frozenset[str]] = (-1e9, frozenset())  # (monotonic time read, the lexemes)
+_common: dict[bool, tuple[float, frozenset[str]]] = {}  # said? -> (monotonic time read, the lexemes)
 BM25_CANDIDATES = 2_000  # units holding a query lexeme, ranked in Python; a memory's recent ones first
 # BM25's corpus statistics (units, average length) of a memory are read exactly while it is small; a large
 # one's are kept this long per process: reading them means reading every unit's tsvector (140 ms at 400,000
 # units), and a minute of new units moves an idf or the average length by a fraction of a percent.
 EXACT_STATS_BELOW = 5_000
 STATS_TTL_S = 60.0
-_stats: dict[tuple[str, str, str], tuple[float, int, float]] = {}  # memory -> (monotonic time, units, avg length)
+# memory -> (monotonic time, units, their average length, units with words of the owner's, their average length)
+_stats: dict[tuple[str, str, str], tuple[float, int, float, int, float]] = {}
 
 
 async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int, window: int | None = None) -> list[str]:
@@ -147,15 +163,15 @@ async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int, window:
     are all read (by the scope index: exact); a large one's nearest ``k`` by HNSW, ``k`` growing while too
     few of them pass the time filter. With a time window of ``window`` units, ``k`` starts where the window's
     share of the memory says enough will pass, instead of growing to it one scan at a time."""
-    units, _ = await _corpus_stats(conn, p)
+    units, *_ = await _corpus_stats(conn, p)
     mine = ("v.model = %(model)s AND v.kind IN ('unit', 'sentence') AND v.tenant = %(t)s AND v.claw_id = %(c)s "
             "AND v.scope = %(s)s")  # fmt: skip
     # The parent unit's id is computed before the join: a join on a function of the row (regexp_replace is not
     # leakproof) cannot use the units' primary key under row-level security, and became a scan of them all.
-    near = ("SELECT v.unit_id, regexp_replace(v.unit_id, '~s[0-9]+$', '') AS parent, "
+    near = ("SELECT v.unit_id, regexp_replace(v.unit_id, '~s[0-9]+$', '') AS parent, v.voice, "
             "v.embedding <=> %(q)s::vector AS d FROM kmms.kmms_vectors v WHERE " + mine)  # fmt: skip
     then = (f"SELECT u.unit_id FROM near JOIN kmms.kmms_units u ON u.tenant = %(t)s AND u.unit_id = near.parent "
-            f"WHERE {where} ORDER BY near.d, near.unit_id LIMIT %(want)s")  # fmt: skip
+            f"WHERE {where} ORDER BY near.d + {_VOICED.format(v='near')}, near.unit_id LIMIT %(want)s")  # fmt: skip
     if units < EXACT_STATS_BELOW:
         return await _ranked(conn, f"WITH near AS MATERIALIZED ({near}) {then}", {**p, "want": want})
     k = NEAREST_FIRST
@@ -173,7 +189,8 @@ async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int, window:
 async def _exact(conn: Conn, where: str, p: dict[str, Any]) -> list[tuple[str, float]]:
     """The window's ``n`` units nearest the query, each by its best vector (its own or a sentence's)."""
     cur = await conn.execute(  # type: ignore[arg-type]
-        f"SELECT u.unit_id, x.d FROM kmms.kmms_units u, LATERAL (SELECT min(v.embedding <=> %(q)s::vector) AS d "
+        f"SELECT u.unit_id, x.d FROM kmms.kmms_units u, LATERAL (SELECT min((v.embedding <=> %(q)s::vector) + "
+        f"{_VOICED.format(v='v')}) AS d "
         f"FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) AND v.model = %(model)s "
         f"AND v.tenant = u.tenant) x WHERE {where} AND x.d IS NOT NULL ORDER BY x.d, u.unit_id "
         "LIMIT %(n)s", p)  # fmt: skip
@@ -218,48 +235,56 @@ async def _window_units(conn: Conn, where: str, p: dict[str, Any]) -> int:
     return int(str(row[0])) if row else 0
 
 
-async def _lexemes_and_common(conn: Conn, p: dict[str, Any]) -> tuple[list[str], frozenset[str]]:
+async def _lexemes_and_common(conn: Conn, p: dict[str, Any], said: bool) -> tuple[list[str], frozenset[str]]:
     """The query's lexemes, and the common ones (``COMMON_SHARE``; the set is read once a minute)."""
-    global _common
     cur = await conn.execute("SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')", p)
     row = await cur.fetchone()
     terms = query_lexemes(str(row[0])) if row else []
-    if terms and time.monotonic() - _common[0] > STATS_TTL_S:
-        cur = await conn.execute("SELECT kmms.common_lexemes(%s::real)", (COMMON_SHARE,))
-        _common = (time.monotonic(), frozenset(str(r[0]) for r in await cur.fetchall()))
-    return terms, _common[1]
+    read_at, common = _common.get(said, (-1e9, frozenset()))
+    if terms and time.monotonic() - read_at > STATS_TTL_S:
+        fn = "common_said_lexemes" if said else "common_lexemes"
+        cur = await conn.execute(f"SELECT kmms.{fn}(%s::real)", (COMMON_SHARE,))
+        common = frozenset(str(r[0]) for r in await cur.fetchall())
+        _common[said] = (time.monotonic(), common)
+    return terms, common
 
 
-async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float]:
+async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float, int, float]:
+    """A memory's units and their average full-text length; those with words of the owner's, and theirs."""
     key = (str(p["t"]), str(p["c"]), str(p["s"]))
     cached = _stats.get(key)
     if cached is not None and cached[1] >= EXACT_STATS_BELOW and time.monotonic() - cached[0] < STATS_TTL_S:
-        return cached[1], cached[2]
+        return cached[1:]
     cur = await conn.execute(  # type: ignore[arg-type]
-        "SELECT count(*), coalesce(avg(length(u.tsv)), 1) FROM kmms.kmms_units u WHERE "
+        "SELECT count(*), coalesce(avg(length(u.tsv)), 1), count(*) FILTER (WHERE u.said <> ''), "
+        "coalesce(avg(length(u.said_tsv)) FILTER (WHERE u.said <> ''), 1) FROM kmms.kmms_units u WHERE "
         "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s", p)  # fmt: skip
-    total, avg_len = (await cur.fetchone()) or (0, 1)
+    row = await cur.fetchone()
+    got = (int(str(row[0])), float(str(row[1])), int(str(row[2])), float(str(row[3]))) if row else (0, 1.0, 0, 1.0)
     if len(_stats) > 10_000:  # a bound, not an LRU: the API serves many memories, each re-read at its next search
         _stats.clear()
-    _stats[key] = (time.monotonic(), int(str(total)), float(str(avg_len)))
-    return int(str(total)), float(str(avg_len))
+    _stats[key] = (time.monotonic(), *got)
+    return got
 
 
-async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True) -> list[str]:
+async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: bool = False) -> list[str]:
     """Units by BM25; with ``prune`` (a vector ranking stands beside it), a large memory's common lexemes left
-    out (``COMMON_SHARE``). Full text alone (mode ``text``) keeps every lexeme: it is all there is."""
-    # Through kmms.unit_text_matches (migration 20): under row-level security a plain query could not use
-    # the text index. It applies the same memory, time and thread conditions as ``where``.
-    total, avg_len = await _corpus_stats(conn, p)
+    out (``COMMON_SHARE``). Full text alone (mode ``text``) keeps every lexeme: it is all there is. With ``said``,
+    over the words the memory's owner said in each unit only (``kmms_units.said``, migration 27)."""
+    # Through kmms.unit_text_matches (migration 20) or unit_said_matches (27): under row-level security a plain
+    # query could not use the text index. They apply the same memory, time and thread conditions as ``where``.
+    units, avg_units, owners, avg_owners = await _corpus_stats(conn, p)
+    total, avg_len = (owners, avg_owners) if said else (units, avg_units)
     query, tsq = f"{_TSQ}, ", "qq.q"
     if prune and total >= EXACT_STATS_BELOW and COMMON_SHARE < 1:
-        rare = candidate_query(*await _lexemes_and_common(conn, p))
+        rare = candidate_query(*await _lexemes_and_common(conn, p, said))
         if rare is None:  # only common words: their candidates are the memory's most recent units, ranked by noise
             return []
         query, tsq, p = "", "%(rare)s::tsquery", {**p, "rare": rare}
+    fn = "unit_said_matches" if said else "unit_text_matches"
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT {tsq}::text, m.unit_id, m.lexemes, m.tsv FROM {query}"
-        f"kmms.unit_text_matches(%(c)s, %(s)s, {tsq}, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
+        f"kmms.{fn}(%(c)s, %(s)s, {tsq}, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
         {**p, "cap": BM25_CANDIDATES})  # fmt: skip
     rows = await cur.fetchall()
     if not rows:

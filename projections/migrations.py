@@ -20,7 +20,9 @@ from projections.kmms_migrations import (
     kmms_common_lexemes_migration,
     kmms_erasure_migration,
     kmms_migration,
+    kmms_said_text_migration,
     kmms_text_matches_migration,
+    kmms_vector_voice_migration,
     kmms_vectors_tenant_key_migration,
 )
 from projections.kmp_migrations import kmp_migration
@@ -171,6 +173,8 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (23, "governance processor: proposal state as text", lambda: _PROPOSAL_STATE_TEXT),
     (24, "kmms: common lexemes left out of large memories' full-text candidates", kmms_common_lexemes_migration),
     (25, "kmms: vectors keyed by tenant, unit and model, with their causes", kmms_vectors_tenant_key_migration),
+    (26, "kmms: each vector's voice", kmms_vector_voice_migration),
+    (27, "kmms: each unit's words said by its owner, with a full-text vector", kmms_said_text_migration),
 ]  # fmt: skip
 
 

@@ -60,3 +60,13 @@ def embedding_text(unit_text: str) -> str:
 
 def strip_roles(unit_text: str) -> str:
     return _ROLE.sub("", unit_text)
+
+
+def said_text(unit_text: str, *, conversation: bool) -> str:
+    """The words of a unit its owner said, for full text on a question about the user's own life
+    (``governance.kmms.voice``): a round's user lines; nothing for a piece of a conversation without any (an
+    assistant's, a tool's words: a long reply is cut into pieces of its own); a document's or a note's text."""
+    said = [line[6:] for line in unit_text.split("\n") if line.startswith("user: ")]
+    if said:
+        return "\n".join(said)
+    return "" if conversation else unit_text

@@ -2,12 +2,14 @@
 
 Tables (schema ``kmms``), every row tenant-scoped by row-level security:
 - ``kmms_episodes``: L4, verbatim and immutable (only an erasure blanks the text), with the
-  enrichment's entities and topics; ``kmms_units``: its rounds/paragraphs with a full-text vector;
+  enrichment's entities and topics; ``kmms_units``: its rounds/paragraphs with a full-text vector, and one of
+  the words the owner said in them (``said``, ``said_tsv``: a question about the user's life searches those);
 - ``kmms_nodes``: L1 abstractions, L2 facts, L3 summaries with versions, validity windows,
   status CURRENT/SUPERSEDED and SUPERSEDES links, strength and reinforcement;
 - ``kmms_l0``: the availability index (entities and topics per memory: an O(1) primary-key probe);
 - ``kmms_vectors``: one vector per (tenant, unit, sentence of a unit, or node; model), ``kind`` unit, sentence or
-  node (episode ids are the tenant's own, so two tenants' units may share an id);
+  node, ``voice`` asked, told, reply or '' (``governance/kmms/voice.py``; episode ids are the tenant's own, so
+  two tenants' units may share an id);
   one partial HNSW index per model
   (m=16, ef_construction=64), so two models' vectors never share an index;
 - ``kmms_contradictions``: every contradiction with its class and resolution;
@@ -30,7 +32,7 @@ import psycopg
 from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms
 from contracts.positions import LogPosition, PositionError
 from contracts.topics import TopicNames
-from governance.kmms.phrasing import fact_terms
+from governance.kmms.phrasing import fact_terms, said_text
 from governance.kmms.units import is_sentence, units_of
 from projections.read_models import DigestTable, schema_ddl, tenant_table
 from projections.read_models.caml import index_name as caml_index_name
@@ -76,7 +78,7 @@ class KmmsProjection:
                     "tenant, node_id"),
         DigestTable("kmms_l0", "tenant, claw_id, scope, kind, term, entity_kind, first_seen, episodes",
                     "tenant, claw_id, scope, kind, term"),
-        DigestTable("kmms_vectors", "tenant, unit_id, model, embedding::text", "tenant, unit_id, model"),
+        DigestTable("kmms_vectors", "tenant, unit_id, model, voice, embedding::text", "tenant, unit_id, model"),
         DigestTable("kmms_contradictions", "tenant, event_id, old_node, new_node, class, resolution, at",
                     "tenant, event_id"),
         DigestTable("kmms_erasures", "tenant, claw_id, scope, event_id, erasure_id, envelope_event_id, reason, "
@@ -109,8 +111,11 @@ class KmmsProjection:
                 episode_id text NOT NULL, session_id text NOT NULL, thread_id text NOT NULL, ordinal int NOT NULL,
                 text text NOT NULL, occurred_at bigint NOT NULL, logged_at bigint NOT NULL,
                 tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+                said text NOT NULL DEFAULT '',
+                said_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', said)) STORED,
                 PRIMARY KEY (tenant, unit_id))""",
             f"CREATE INDEX kmms_units_tsv ON {s}.kmms_units USING gin (tsv)",
+            f"CREATE INDEX kmms_units_said_tsv ON {s}.kmms_units USING gin (said_tsv)",
             f"CREATE INDEX kmms_units_scope ON {s}.kmms_units (tenant, claw_id, scope, occurred_at)",
             f"""CREATE TABLE {s}.kmms_nodes (
                 tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, node_id text NOT NULL,
@@ -133,7 +138,7 @@ class KmmsProjection:
             f"""CREATE TABLE {s}.kmms_vectors (
                 unit_id text NOT NULL, model text NOT NULL, tenant text NOT NULL, claw_id text NOT NULL,
                 scope text NOT NULL, kind text NOT NULL, embedding vector({DIM}) NOT NULL,
-                cause_partition int, cause_offset bigint,
+                cause_partition int, cause_offset bigint, voice text NOT NULL DEFAULT '',
                 PRIMARY KEY (tenant, unit_id, model))""",
             f"CREATE INDEX kmms_vectors_scope ON {s}.kmms_vectors (tenant, claw_id, scope, model, kind)",
             f"""CREATE TABLE {s}.kmms_contradictions (
@@ -220,10 +225,10 @@ class KmmsProjection:
             )  # fmt: skip
             cur.executemany(
                 f"INSERT INTO {s}.kmms_units (tenant, claw_id, scope, unit_id, episode_id, session_id, thread_id, "
-                "ordinal, text, occurred_at, logged_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "ordinal, text, occurred_at, logged_at, said) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT DO NOTHING",
-                [(*who, u.unit_id, e.episode_id, e.session_id, e.thread_id, u.ordinal, u.text, e.occurred_at, ev.at)
-                 for u in units_of(e)],
+                [(*who, u.unit_id, e.episode_id, e.session_id, e.thread_id, u.ordinal, u.text, e.occurred_at, ev.at,
+                  said_text(u.text, conversation=bool(e.turns))) for u in units_of(e)],
             )  # fmt: skip
         elif ev.kind == "EPISODE_ENRICHED" and ev.enrichment is not None:
             en = ev.enrichment
@@ -287,7 +292,7 @@ class KmmsProjection:
         cause = _cause(e)
         cur.execute(
             f"INSERT INTO {s}.kmms_vectors (unit_id, model, tenant, claw_id, scope, kind, embedding, cause_partition, "
-            "cause_offset) VALUES (%s, %s, %s, %s, %s, %s, %s::vector, %s, %s) ON CONFLICT DO NOTHING",
+            "cause_offset, voice) VALUES (%s, %s, %s, %s, %s, %s, %s::vector, %s, %s, %s) ON CONFLICT DO NOTHING",
             (
                 e.unit_id,
                 e.model,
@@ -298,6 +303,7 @@ class KmmsProjection:
                 "[" + ",".join(repr(float(x)) for x in e.vector) + "]",
                 None if cause is None else cause.partition,
                 None if cause is None else cause.offset,
+                e.voice,
             ),
         )
 

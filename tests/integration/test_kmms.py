@@ -152,8 +152,8 @@ def test_a_large_memorys_full_text_selects_by_its_rarer_lexemes(person: MemoryCl
     settings: Settings = stack.settings
     monkeypatch.setattr(kmms_search, "EXACT_STATS_BELOW", 0)
 
-    async def sessions(query: str, common: set[str], prune: bool = True) -> list[str]:
-        monkeypatch.setattr(kmms_search, "_common", (time.monotonic(), frozenset(common)))
+    async def sessions(query: str, common: set[str], prune: bool = True, said: bool = False) -> list[str]:
+        monkeypatch.setattr(kmms_search, "_common", {said: (time.monotonic(), frozenset(common))})
         pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=1,
                                    open=False)  # fmt: skip
         await pool.open()
@@ -161,7 +161,7 @@ def test_a_large_memorys_full_text_selects_by_its_rarer_lexemes(person: MemoryCl
             async with tenant_tx(pool, "mem-b") as conn:
                 p = {"t": "mem-b", "c": CLAW, "s": "ana", "text": query, "start": -(2**62), "bound": 2**62,
                      "th": None, "n": 5}  # fmt: skip
-                units = await kmms_search._bm25_units(conn, p, prune=prune)
+                units = await kmms_search._bm25_units(conn, p, prune=prune, said=said)
                 cur = await conn.execute("SELECT DISTINCT session_id FROM kmms.kmms_units WHERE unit_id = ANY(%s)",
                                          (units,))  # fmt: skip
                 return sorted(str(r[0]) for r in await cur.fetchall())
@@ -172,6 +172,7 @@ def test_a_large_memorys_full_text_selects_by_its_rarer_lexemes(person: MemoryCl
     assert asyncio.run(sessions("bread crust", {"bread", "crust"})) == []
     assert asyncio.run(sessions("bread crust", {"bread", "crust"}, prune=False)) == ["s-5"]
     assert asyncio.run(sessions("bread crust", set())) == ["s-5"]
+    assert asyncio.run(sessions("sourdough bread crust", {"bread", "crust"}, said=True)) == ["s-5"]  # the user's words
 
 
 def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stack: Stack,
@@ -210,7 +211,8 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
         try:
             async with tenant_tx(pool, "mem-b") as conn:
                 where = "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"
-                p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 7}
+                p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 7, "v_asked": 0.1,
+                     "v_told": -0.1, "v_reply": 0.2}  # fmt: skip
                 window = await kmms_search._window_units(conn, where, p)
                 units = await kmms_search._window_ranking(conn, pool if use_pool else None, "mem-b", where, p,
                                                           window)  # fmt: skip
