@@ -63,9 +63,12 @@ class KmmsEmbedderProcessor:
                     user = any(line.startswith("user: ") for line in u.text.split("\n"))
                     todo.append((rec, ev, u.unit_id, said, unit_voice(said, conversation=conversation,
                                                                       user_lines=user)))  # fmt: skip
-                    # A reply's sentences are the reply's; a user's, each its own voice.
-                    todo += [(rec, ev, x.unit_id, x.text, sentence_voice(x.text) if user else "reply"
-                              if conversation else "") for x in sentences_of(u.unit_id, said)]  # fmt: skip
+                    # A user's sentences, each with its own voice, and a document's. A reply piece has its own
+                    # vector only: its sentences were half of a long conversation's vectors and changed no
+                    # ranking on bench memory --shape long (a reply ranks farther on a question about the user).
+                    if user or not conversation:
+                        todo += [(rec, ev, x.unit_id, x.text, sentence_voice(x.text) if user else "")
+                                 for x in sentences_of(u.unit_id, said)]  # fmt: skip
             elif ev.kind == "NODE_CREATED" and ev.node is not None:
                 text = node_text(ev)
                 if text:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from deploy.kafka_local import free_port
 from hivemem.settings import Settings, write_default_config
@@ -16,12 +17,13 @@ from streams.records import OUT_HEADER, LogRecord
 
 
 @contextmanager
-def split_stack(home: Path, tenants: tuple[str, ...], services: dict[str, tuple[list[str], str | None]]
-                ) -> Iterator[Stack]:  # fmt: skip
+def split_stack(home: Path, tenants: tuple[str, ...], services: dict[str, tuple[list[str], str | None]],
+                **settings_: Any) -> Iterator[Stack]:  # fmt: skip
     """Kafka, Postgres and ``services`` (log name -> (``hivemem.services`` arguments, instance or None)),
-    started in ``home`` with ``tenants`` (governance on); stopped on exit."""
+    started in ``home`` with ``tenants`` (governance on) and ``settings_`` (``Settings`` fields); stopped on
+    exit."""
     settings = dataclasses.replace(Settings.from_env(), home=home, kafka_bootstrap=None, database_url=None,
-                                   config_path=home / "tenants.toml", api_port=free_port())  # fmt: skip
+                                   config_path=home / "tenants.toml", api_port=free_port(), **settings_)  # fmt: skip
     write_default_config(settings.config_path, dict.fromkeys(tenants, True))
     st = Stack(settings)
     try:

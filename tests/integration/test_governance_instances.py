@@ -56,13 +56,18 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     services: dict[str, tuple[list[str], str | None]] = {
         "gate": (["gate"], None), "governance-0": (["governance"], "0"), "governance-1": (["governance"], "1"),
         "projectors": (["projectors", *READ_MODELS], None)}  # fmt: skip
-    with split_stack(Path(tmp_path_factory.mktemp("hm-gov-split")), TENANTS, services) as st:
+    # Presence is valid for the whole test (it lasts 20-60 s, pauses included), and every claw's first heartbeat
+    # is logged before any vote (_plan): which claws are active at a vote then never depends on whether a
+    # heartbeat logged next to it is read before or after it (the state keeps each claw's latest heartbeat only;
+    # one logged after a tenant's last vote re-tallies nothing), so the log alone decides every verdict and the
+    # split can be checked against one unsplit processor byte for byte.
+    with split_stack(Path(tmp_path_factory.mktemp("hm-gov-split")), TENANTS, services, presence_window_s=3600) as st:
         yield st
 
 
 def _plan(trace: str) -> list[tuple[str, int, str, dict[str, Any]]]:
-    """(tenant, claw, type, payload): every claw's presence, then each tenant's rounds interleaved, presence
-    renewed every 60 envelopes (well inside the 30 s window)."""
+    """(tenant, claw, type, payload): every claw's presence (``PRESENCE`` records, sent and acknowledged before the
+    rest), then each tenant's rounds interleaved, presence renewed every 60 envelopes."""
     deadline = int((time.time() + 900) * 1000)
     plan = [(t, c, "presence", {"status": "ACTIVE", "healthy": True}) for t in TENANTS for c in range(CLAWS)]
     for k in range(ROUNDS):
@@ -97,6 +102,7 @@ def test_two_governance_instances_split_the_tenants_and_survive_a_sigkill(split:
     trace = f"gsplit-{uuid.uuid4().hex[:8]}"
     plan = _plan(trace)
     kill_at, restart_at = len(plan) // 3, 2 * len(plan) // 3
+    first = len(TENANTS) * CLAWS  # the first heartbeats, logged before any vote
     producer = Producer(producer_config(bootstrap))
     claws = {(t, c): claw_client(s, t, f"claw-{c}", producer) for t in TENANTS for c in range(CLAWS)}
     acked: list[LogPosition] = []
@@ -117,6 +123,8 @@ def test_two_governance_instances_split_the_tenants_and_survive_a_sigkill(split:
                     producer.poll(0)
             c = claws[(tenant, claw)]
             c.publish_envelope_async(c.build(kind, payload, trace_id=trace), on_done)
+            if i == first - 1:
+                assert producer.flush(30) == 0
             if i % 20 == 0:
                 time.sleep(max(0.0, start + i / RATE - time.monotonic()))
         assert producer.flush(60) == 0
@@ -161,7 +169,9 @@ def test_two_governance_instances_split_the_tenants_and_survive_a_sigkill(split:
     one = GovernanceProcessor(s.voting(), names, s.load_config().system_signer(), InMemoryGovernanceStore())
     expected = [o for r in accepted for o in one.process([r], 0) if o.topic != names.rejected]
     logged = read_topics(bootstrap, [names.inbound("decision"), names.inbound("fact")])
-    assert Counter((o.key, o.value) for o in expected) == Counter((r.key, r.value) for r in logged)
+    want, got = Counter((o.key, o.value) for o in expected), Counter((r.key, r.value) for r in logged)
+    assert want == got, (f"missing {sorted((k, n) for (k, _), n in (want - got).items())[:10]}, "
+                         f"extra {sorted((k, n) for (k, _), n in (got - want).items())[:10]}")  # fmt: skip
 
     models = projections(s)
     for name in READ_MODELS:

@@ -69,7 +69,7 @@ def test_each_vector_carries_its_voice(mem: MemoryClient, stack: Stack) -> None:
             "AND v.kind <> 'node' GROUP BY 1, 2", (CLAW,)).fetchall()  # fmt: skip
     voices = {(str(s), str(v)): int(str(n)) for s, v, n in rows}
     assert voices[("asked", "asked")] == 1 and voices[("told", "told")] == 1 and voices[("planned", "asked")] == 1
-    assert voices.get(("planned", "reply"), 0) >= 2  # the reply's pieces and their sentences
+    assert voices.get(("planned", "reply"), 0) >= 1  # the pieces of the reply (no sentence vectors of their own)
     assert set(voices) == {("asked", "asked"), ("told", "told"), ("planned", "asked"), ("planned", "reply")}
 
 
