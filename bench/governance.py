@@ -23,7 +23,7 @@ from pathlib import Path
 import psycopg
 from confluent_kafka import Consumer, Producer
 
-from bench.cpu import CpuSample, cpu_model, report
+from bench.cpu import CpuSample, cpu_model, python_speed, report
 from bench.pipeline import pct, produce_waiting, spy
 from bench.temp_stack import running_stack, stack_pids
 from contracts.avro import decode_envelope, encode_envelope
@@ -168,7 +168,7 @@ def main(argv: list[str]) -> int:
             throughput(settings, 2000)
         n, rate, spent = throughput(settings, args.proposals, pids, args.profile)
         lat = latency(settings, args.rounds)
-        print(f"machine                          {cpu_model()}, {os.cpu_count()} cores")
+        print(f"machine                          {cpu_model()}, {os.cpu_count()} cores; {python_speed()}")
         print(f"votes through gate + governance: {rate:10,.0f} votes/s  ({n:,} votes, {args.proposals:,} decisions)")
         print(f"CPU during the throughput phase ({n:,} votes, {n / rate:.1f} s; per vote):")
         print("\n".join(report(spent, n, n / rate)))

@@ -14,6 +14,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from bench.cpu import cpu_model
 from bench.pii_corpus import CorpusItem, build
 from governance.pii import PiiPolicy, PiiVerdict, regex_stage, scan
 from inference.ner import SpacyNer
@@ -23,17 +24,6 @@ from inference.pii_llm import classifier_from_env
 def pct(xs: Sequence[float], q: float) -> float:
     s = sorted(xs)
     return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def stage1_cost(texts: list[str], repeat: int) -> list[float]:

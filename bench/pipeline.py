@@ -32,7 +32,7 @@ import psycopg
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.cpu import CpuSample, cpu_model, report
+from bench.cpu import CpuSample, cpu_model, python_speed, report
 from bench.temp_stack import running_stack, stack_pids
 from contracts.avro import encode_envelope
 from contracts.topics import partition_key
@@ -197,7 +197,7 @@ def main(argv: list[str]) -> int:
         e2e, spent = sustained(settings, db, args.envelopes, pids, args.profile)
         measured = latency(settings, db, args.rate, args.seconds, pids)
         lat, lat_spent = measured.total, measured.cpu
-        print(f"machine                  {cpu_model()}, {os.cpu_count()} cores")
+        print(f"machine                  {cpu_model()}, {os.cpu_count()} cores; {python_speed()}")
         print(f"services                 {', '.join(stack.services)}")
         print(f"raw Kafka produce        {produce:10,.0f} msg/s")
         print(f"raw Kafka consume        {consume:10,.0f} msg/s")
