@@ -169,7 +169,8 @@ def test_two_governance_instances_split_the_tenants_and_survive_a_sigkill(split:
     one = GovernanceProcessor(s.voting(), names, s.load_config().system_signer(), InMemoryGovernanceStore())
     expected = [o for r in accepted for o in one.process([r], 0) if o.topic != names.rejected]
     logged = read_topics(bootstrap, [names.inbound("decision"), names.inbound("fact")])
-    want, got = Counter((o.key, o.value) for o in expected), Counter((r.key, r.value) for r in logged)
+    want = Counter((o.key or b"", o.value or b"") for o in expected)
+    got = Counter((r.key or b"", r.value or b"") for r in logged)
     assert want == got, (f"missing {sorted((k, n) for (k, _), n in (want - got).items())[:10]}, "
                          f"extra {sorted((k, n) for (k, _), n in (got - want).items())[:10]}")  # fmt: skip
 
