@@ -67,6 +67,7 @@ class UnitHit:
     logged_at: int
     fused: float
     similarity: float  # cosine similarity of the unit to the query (0 when it has no vector yet)
+    voiced: float = 0.0  # its best vector's similarity less its voice's adjustment: what ranked it
 
 
 def _vec(v: list[float]) -> str:
@@ -119,23 +120,26 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     p["ids"] = [u for u, _ in fused]
     # The unit's similarity is its best vector's: its own or one of its sentences'.
     best = f"v.unit_id = ANY({_FAMILY}) AND v.model = %(model)s AND v.tenant = u.tenant"
-    sim = f"(SELECT max(1 - (v.embedding <=> %(q)s::vector)) FROM kmms.kmms_vectors v WHERE {best})"
+    sims = (f"(SELECT ARRAY[max(1 - (v.embedding <=> %(q)s::vector)), max(1 - (v.embedding <=> %(q)s::vector) - "
+            f"{_VOICED.format(v='v')})] FROM kmms.kmms_vectors v WHERE {best})")  # fmt: skip
     if "q" not in p:
-        sim = "0"
+        sims = "NULL::float8[]"
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
-        f"coalesce({sim}, 0) FROM kmms.kmms_units u WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
+        f"{sims} FROM kmms.kmms_units u WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
         p,
     )
     rows = {str(r[0]): r for r in await cur.fetchall()}
     score = dict(fused)
-    return [
-        UnitHit(
-            u, str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), score[u], float(str(r[7]))
-        )
-        for u in p["ids"]
-        if (r := rows.get(u)) is not None
-    ]
+    out = []
+    for u in p["ids"]:
+        if (r := rows.get(u)) is None:
+            continue
+        pair: Any = r[7]
+        raw, voiced = (float(x or 0.0) for x in pair) if pair else (0.0, 0.0)
+        out.append(UnitHit(u, str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), score[u],
+                           raw, voiced))  # fmt: skip
+    return out
 
 
 # A large memory's full-text candidates are selected by its query's lexemes that fewer than this share of the
