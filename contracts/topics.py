@@ -42,6 +42,10 @@ DEFAULT_PARTITIONS = 3
 # they were read from: the governance processor's state (proposals, presence for the quorum, fact versions) is
 # per tenant, so each instance of a split governance processor owns whole tenants (docs/deploy-kubernetes.md).
 BY_TENANT: frozenset[str] = frozenset({"presence", "proposal", "vote"})
+# Accepted episodes and erasures go to their memory's partition (``memory_partition``: tenant, claw and user):
+# the kmms processor's state (content seen, erasure watermarks) is per memory, so each instance of a split kmms
+# processor owns whole memories, and an erasure is judged after the episodes logged before it.
+BY_MEMORY: frozenset[str] = frozenset({"episode", "erasure"})
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,11 @@ class TopicNames:
 def tenant_partition(tenant: str, partitions: int = DEFAULT_PARTITIONS) -> int:
     """The partition of a tenant's records on a topic partitioned by tenant (``BY_TENANT``)."""
     return zlib.crc32(tenant.encode()) % partitions
+
+
+def memory_partition(tenant: str, claw_id: str, user_id: str, partitions: int = DEFAULT_PARTITIONS) -> int:
+    """The partition of a memory's episodes and erasures on the accepted topics (``BY_MEMORY``)."""
+    return zlib.crc32(f"{tenant}/{claw_id}/{user_id}".encode()) % partitions
 
 
 def partition_key(tenant: str, aggregate_id: str) -> bytes:

@@ -107,6 +107,9 @@ def clam_event_id(source: str, seq: int) -> str:
 
 
 class ClamProcessor:
+    # State per claw (its mind), read and written per batch in Postgres; a claw's records share a partition
+    # (their key), so its partitions may be split over instances (streams.group, HIVEMEM_INSTANCE).
+    parallel = True
     name = NAME
 
     def __init__(self, names: TopicNames, config: ClamConfig | None = None, store: MindStore | None = None,

@@ -4,7 +4,8 @@
 go, bytes unchanged, to ``<prefix>accepted.<type>``; every refusal goes to ``<prefix>rejected``
 with its reason code. Outputs keep the inbound partition number, so per-key order holds; accepted presence,
 proposals and votes go to their tenant's partition instead (``contracts.topics.BY_TENANT``: one tenant's
-governance is decided by one instance of a split governance processor), which keeps per-key order too.
+governance is decided by one instance of a split governance processor), accepted episodes and erasures to
+their memory's (``BY_MEMORY``: likewise for the kmms processor), which keeps per-key order too.
 ``GateProcessor`` runs it on the stream runtime (claims and keys in the batch's Postgres
 transaction); ``GateDriver`` runs it without a broker (Kafka Streams' TopologyTestDriver,
 in small) on in-memory stores. Both run the same algorithm.
@@ -21,8 +22,9 @@ from collections.abc import Sequence
 
 from contracts.avro import ContractError, decode_record, encode_rejection
 from contracts.caml_records import CamlEvent, decode_caml
+from contracts.models import Envelope, EpisodePayload, ErasurePayload
 from contracts.positions import LogPosition
-from contracts.topics import BY_TENANT, tenant_partition
+from contracts.topics import BY_MEMORY, BY_TENANT, memory_partition, tenant_partition
 from governance.gate import (
     Accept,
     GateConfig,
@@ -91,10 +93,19 @@ class GateCore:
             assert rec.value is not None
             env = verdict.envelope
             topic = self.cfg.topics.accepted(env.type)
-            partition = tenant_partition(env.tenant) if env.type in BY_TENANT else rec.position.partition
-            return OutRecord(topic, partition, rec.key, rec.value, headers)
+            return OutRecord(topic, accepted_partition(env, rec.position.partition), rec.key, rec.value, headers)
         value = encode_rejection(rejection(verdict, self.cfg.processor))
         return OutRecord(self.cfg.topics.rejected, rec.position.partition, rec.key, value, headers)
+
+
+def accepted_partition(env: Envelope, inbound: int) -> int:
+    """Where an accepted envelope goes: its tenant's partition (governance inputs), its memory's (episodes,
+    erasures), else the partition it was read from."""
+    if env.type in BY_TENANT:
+        return tenant_partition(env.tenant)
+    if env.type in BY_MEMORY and isinstance(env.payload, EpisodePayload | ErasurePayload):
+        return memory_partition(env.tenant, env.claw_id, env.payload.user_id)
+    return inbound
 
 
 def inbound(r: LogRecord) -> InboundRecord:

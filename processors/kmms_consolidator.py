@@ -67,6 +67,9 @@ class PostgresStates:
 
 
 class KmmsConsolidatorProcessor:
+    # State per memory (kmmsproc.memory), read and written per batch; a memory's events share a partition (their
+    # key), so its partitions may be split over instances (streams.group, HIVEMEM_INSTANCE).
+    parallel = True
     name = NAME
 
     def __init__(self, names: TopicNames, backend: Consolidator, batch: int = 3,

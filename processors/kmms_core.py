@@ -64,7 +64,9 @@ class SeenStore(Protocol):
     def get(self, keys: list[str]) -> dict[str, tuple[str, str]]:
         """key -> (episode id, memory key)."""
 
-    def put(self, items: Mapping[str, tuple[str, str]]) -> None: ...
+    def put(self, items: Mapping[str, tuple[str, str]]) -> set[str]:
+        """Store the keys not held yet; the keys stored now (one another transaction holds is not)."""
+        ...
 
     def erased(self, scopes: list[str]) -> dict[str, int]: ...
 
@@ -83,9 +85,11 @@ class InMemorySeen:
     def get(self, keys: list[str]) -> dict[str, tuple[str, str]]:
         return {k: self.rows[k] for k in keys if k in self.rows}
 
-    def put(self, items: Mapping[str, tuple[str, str]]) -> None:
-        for k, v in items.items():
-            self.rows.setdefault(k, v)
+    def put(self, items: Mapping[str, tuple[str, str]]) -> set[str]:
+        new = {k for k in items if k not in self.rows}
+        for k in new:
+            self.rows[k] = items[k]
+        return new
 
     def erased(self, scopes: list[str]) -> dict[str, int]:
         return {s: self.watermarks[s] for s in scopes if s in self.watermarks}
@@ -104,10 +108,14 @@ class PostgresSeen:
                                  (keys,)).fetchall()  # fmt: skip
         return {str(k): (str(v), str(s)) for k, v, s in rows}
 
-    def put(self, items: Mapping[str, tuple[str, str]]) -> None:
-        with self.conn.cursor() as cur:
-            cur.executemany("INSERT INTO kmmsproc.seen (key, episode_id, scope) VALUES (%s, %s, %s) "
-                            "ON CONFLICT DO NOTHING", [(k, e, s) for k, (e, s) in items.items()])  # fmt: skip
+    def put(self, items: Mapping[str, tuple[str, str]]) -> set[str]:
+        # A key another instance's open transaction inserted waits for it, then is not stored (nor returned).
+        rows = self.conn.execute(
+            "INSERT INTO kmmsproc.seen (key, episode_id, scope) SELECT * FROM unnest(%s::text[], %s::text[], "
+            "%s::text[]) ON CONFLICT DO NOTHING RETURNING key",
+            ([k for k in items], [e for e, _ in items.values()], [s for _, s in items.values()]),
+        ).fetchall()
+        return {str(r[0]) for r in rows}
 
     def erased(self, scopes: list[str]) -> dict[str, int]:
         rows = self.conn.execute("SELECT scope, erased_at FROM kmmsproc.erasures WHERE scope = ANY(%s)",
@@ -124,6 +132,11 @@ class PostgresSeen:
 
 
 class KmmsProcessor:
+    # State per memory (content seen, erasure watermark), read and written per batch in Postgres; the gate writes a
+    # memory's episodes and erasures to the memory's partition of both topics (contracts.topics.BY_MEMORY), and
+    # the range assignor gives an instance the same partition of each: it may be split (streams.group).
+    parallel = True
+    copartitioned = True
     name = NAME
 
     def __init__(self, names: TopicNames, policies: Mapping[str, PiiPolicy], store: SeenStore | None = None) -> None:
@@ -159,6 +172,7 @@ class KmmsProcessor:
                     keys.append(f"hash:{verdict.content_hash}")
         seen = self.store.get(keys)
         fresh: dict[str, tuple[str, str]] = {}
+        stored: list[tuple[int, LogRecord, str, str]] = []  # (index in outs, record, id key, hash key)
         outs: list[OutRecord] = []
         verdicts = iter(judged)
         for rec, env, p in decoded:
@@ -181,6 +195,7 @@ class KmmsProcessor:
                 outs.append(self._rejected(rec, "DUPLICATE_CONTENT", f"the same content is episode {first}"))
                 continue
             fresh[id_key] = fresh[hash_key] = (p.episode_id, scope.key)
+            stored.append((len(outs), rec, id_key, hash_key))
             source = str(rec.position)
             episode = KmmsEpisode(episode_id=p.episode_id, session_id=p.session_id or p.episode_id,
                                   thread_id=p.thread_id, content_type=p.content_type, occurred_at=p.occurred_at,
@@ -192,8 +207,23 @@ class KmmsProcessor:
                            trace_id=env.trace_id, episode=episode, related_id=env.event_id)  # fmt: skip
             outs.append(kmms_out(self.names, ev))
         if fresh:
-            self.store.put(fresh)
+            self._claim(fresh, stored, outs)
         return outs
+
+    def _claim(self, fresh: dict[str, tuple[str, str]], stored: list[tuple[int, LogRecord, str, str]],
+               outs: list[OutRecord]) -> None:  # fmt: skip
+        """Store the batch's keys. An episode id is the tenant's, and two memories of a tenant may be judged by two
+        instances (split by memory) at once: an id another instance claimed first turns this batch's episode into
+        a DUPLICATE_EPISODE refusal, and its content hash is not stored. A content hash is its memory's, judged by
+        one instance only."""
+        ids = {k: v for k, v in fresh.items() if k.startswith("id:")}
+        lost = set(ids) - self.store.put(ids)
+        for i, rec, id_key, _ in stored:
+            if id_key in lost:
+                outs[i] = self._rejected(rec, "DUPLICATE_EPISODE", f"episode id {id_key.split('/', 1)[1]} was taken "
+                                         "before")  # fmt: skip
+        dropped = {h for _, _, id_key, h in stored if id_key in lost}
+        self.store.put({k: v for k, v in fresh.items() if not k.startswith("id:") and k not in dropped})
 
     def _erase(self, rec: LogRecord, env: Envelope, p: ErasurePayload, watermarks: dict[str, int],
                seen: dict[str, tuple[str, str]], fresh: dict[str, tuple[str, str]]) -> OutRecord:  # fmt: skip

@@ -104,6 +104,9 @@ def kmp_event_id(source: str) -> str:
 
 
 class KmpProcessor:
+    # State per case (tenant, about), read and written per batch in Postgres; a case's ingests share a
+    # partition (their key), so its partitions may be split over instances (streams.group, HIVEMEM_INSTANCE).
+    parallel = True
     name = NAME
 
     def __init__(self, names: TopicNames, store: RefStore | None = None) -> None:

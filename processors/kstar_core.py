@@ -171,6 +171,9 @@ def _issuer_public(secret: bytes, tenant: str, claw_id: str) -> str:
 
 
 class KstarProcessor:
+    # State per memory (tenant, memory), read and written per batch in Postgres; a memory's operations share a
+    # partition (their key), so its partitions may be split over instances (streams.group, HIVEMEM_INSTANCE).
+    parallel = True
     name = NAME
 
     def __init__(self, names: TopicNames, token_secret: bytes, state: KstarState | None = None) -> None:

@@ -1,7 +1,7 @@
 """One processor split over instances by Kafka's own means: its instances form a consumer group and the
 group splits the input partitions between them (``HIVEMEM_INSTANCE`` names an instance; only processors
-marked ``parallel`` may split: those whose state is per record in Postgres or absent, the gate, the embedders
-and the KMMS enricher, and the governance processor, whose state follows its partitions, see below).
+marked ``parallel`` may split: those whose state is absent, per record in Postgres, or keyed like their input
+records and read per batch, and the governance processor, whose state follows its partitions, see below).
 
 Kafka decides who reads a partition; Postgres makes it safe, as in the single-instance protocol:
 

@@ -1,10 +1,10 @@
-"""Two replicas of the kmms service: the enricher and the embedder split their partitions between them (Kafka's
-consumer group), the write path and the consolidator run on one and stand by on the other; one replica is
-SIGKILLed mid-stream and comes back.
+"""Two replicas of the kmms service: its four processors (the write path, the enricher, the consolidator and
+the embedder) each split their partitions between them (Kafka's consumer group; the gate writes a memory's
+episodes to the memory's partition); one replica is SIGKILLed mid-stream and comes back.
 
-Then: every episode is stored, enriched once and embedded once (one enrichment event and one vector event per
-episode on the log, each sent once); both replicas embedded and enriched some; the survivor took the killed
-one's partitions; and the KMMS read model equals a clean replay of the log.
+Then: every episode is stored once, enriched once and embedded once (one event of each per episode on the log,
+each sent once); both replicas stored, enriched and embedded some, and the consolidator ran as instances too;
+the survivor took the killed one's partitions; and the KMMS read model equals a clean replay of the log.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ TENANT = "mem-split"
 N = 120
 DAY = 86_400_000
 ENRICHER = "kmms-enricher"
+WRITE_PATH = "kmms-processor"
 
 
 @pytest.fixture(scope="module")
@@ -51,15 +52,10 @@ def _embedder(stack: Stack) -> str:
 
 
 def _senders(stack: Stack, tag: str) -> set[str]:
-    """Who sent this test's enrichments and vectors so far."""
+    """Who sent this test's stored episodes, enrichments and vectors so far."""
     names = stack.settings.topics
     recs = read_topics(stack.settings.require_kafka(), [names.kmms_events, names.kmms_embeddings])
-    return {
-        sender(r)
-        for r in recs
-        if f"ep-{tag}-" in (r.key or b"").decode() + (r.value or b"").decode("latin-1")
-        and (r.topic == names.kmms_embeddings or decode_kmms(r.value or b"", KmmsEvent).kind != "EPISODE_STORED")
-    }
+    return {sender(r) for r in recs if f"ep-{tag}-" in (r.key or b"").decode() + (r.value or b"").decode("latin-1")}
 
 
 def test_two_kmms_replicas_split_embedding_and_enrichment_and_survive_a_sigkill(split: Stack) -> None:
@@ -100,10 +96,10 @@ def test_two_kmms_replicas_split_embedding_and_enrichment_and_survive_a_sigkill(
         if i == N // 4:
             for x in claws:
                 assert x.flush(60) == 0
-            # Both replicas at work before one dies: each has enriched and embedded some of these episodes.
-            wait_until(lambda: _senders(split, tag) >= {f"{ENRICHER}@0", f"{ENRICHER}@1", f"{embedder}@0",
-                                                        f"{embedder}@1"}, timeout=120, interval=1,
-                       what="both replicas enriching and embedding")  # fmt: skip
+            # Both replicas at work before one dies: each has stored, enriched and embedded some of these episodes.
+            wait_until(lambda: _senders(split, tag) >= {f"{p}@{i}" for p in (WRITE_PATH, ENRICHER, embedder)
+                                                        for i in (0, 1)}, timeout=120, interval=1,
+                       what="both replicas storing, enriching and embedding")  # fmt: skip
             killer.start()
             assert killed.wait(10)
         if i % 10 == 0:
@@ -126,7 +122,10 @@ def test_two_kmms_replicas_split_embedding_and_enrichment_and_survive_a_sigkill(
     names = s.topics
     events = [r for r in read_topics(s.require_kafka(), [names.kmms_events]) if tag in (r.key or b"").decode()
               or f"ep-{tag}-" in (r.value or b"").decode(errors="replace")]  # fmt: skip
-    enrichments = [r for r in events if decode_kmms(r.value or b"", KmmsEvent).kind == "EPISODE_ENRICHED"]
+    kinds = [decode_kmms(r.value or b"", KmmsEvent) for r in events]
+    stored_events = [r for r, ev in zip(events, kinds, strict=True) if ev.kind == "EPISODE_STORED"]
+    assert len(stored_events) == N and len({ev.event_id for ev in kinds if ev.kind == "EPISODE_STORED"}) == N
+    enrichments = [r for r, ev in zip(events, kinds, strict=True) if ev.kind == "EPISODE_ENRICHED"]
     assert len(enrichments) == N
     assert Counter(decode_kmms(r.value or b"", KmmsEvent).enrichment.episode_id for r in enrichments  # type: ignore[union-attr]
                    ) == Counter({f"ep-{tag}-{i}": 1 for i in range(N)})  # fmt: skip
@@ -134,7 +133,16 @@ def test_two_kmms_replicas_split_embedding_and_enrichment_and_survive_a_sigkill(
         r for r in read_topics(s.require_kafka(), [names.kmms_embeddings]) if f"ep-{tag}-" in (r.key or b"").decode()
     ]
     assert len(vecs) == N and len({r.key for r in vecs}) == N
+    assert set(Counter(sender(r) for r in stored_events)) == {f"{WRITE_PATH}@0", f"{WRITE_PATH}@1"}
     assert set(Counter(sender(r) for r in enrichments)) == {f"{ENRICHER}@0", f"{ENRICHER}@1"}
+    # The consolidator (per memory, a memory's events on one partition) summarised on both replicas too.
+    nodes = "SELECT count(*) FROM kmms.kmms_nodes WHERE tenant = %s AND layer = 3"
+    consolidated = {sender(r) for r, ev in zip(events, kinds, strict=True) if ev.kind == "NODE_CREATED"}
+    assert (
+        count(split, nodes, TENANT) > 0
+        and consolidated
+        and consolidated <= {"kmms-consolidator@0", "kmms-consolidator@1"}
+    )
     assert set(Counter(sender(r) for r in vecs)) == {f"{embedder}@0", f"{embedder}@1"}
 
     result = rebuild(projections(s)["kmms"], s.require_kafka(), s.require_database(), names)

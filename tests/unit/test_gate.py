@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from contracts.avro import decode_rejection, encode_envelope, encode_record, registry
 from contracts.positions import LogPosition
-from contracts.topics import DEFAULT_PARTITIONS, TopicNames, partition_key, tenant_partition
+from contracts.topics import DEFAULT_PARTITIONS, TopicNames, memory_partition, partition_key, tenant_partition
 from governance.gate import InboundRecord
 from processors.gate_core import GateDriver
 from tests.helpers import episode, gate_config, now_ms, offline_client
@@ -183,3 +183,21 @@ def test_accepted_governance_inputs_go_to_their_tenants_partition() -> None:
     assert (out.topic, out.partition) == (NAMES.accepted("episode"), other)
     bad = d.pipe(NAMES.inbound("vote"), b"acme/p1", b"\x00garbage", t, other)
     assert (bad.topic, bad.partition) == (NAMES.rejected, other)
+
+
+def test_accepted_episodes_and_erasures_go_to_their_memorys_partition() -> None:
+    """A memory's episodes and erasures (tenant, claw, user) share a partition of each accepted topic, whichever
+    partition each was read from: the kmms processor splits by memory."""
+    d = GateDriver(gate_config())
+    c = offline_client()
+    t = now_ms()
+    for user in ("ana", "bo", "cy", ""):
+        home = memory_partition("acme", c.claw_id, user)
+        bodies: list[tuple[str, dict[str, object]]] = [
+            ("episode", {**episode(), "userId": user}),
+            ("erasure", {"erasureId": f"x-{user}", "about": "memory", "userId": user})]  # fmt: skip
+        for i, (kind, body) in enumerate(bodies):
+            env = c.build(kind, body)
+            out = d.pipe(NAMES.inbound(kind), partition_key("acme", env.aggregate), encode_envelope(env), t + i,
+                         (home + 1 + i) % DEFAULT_PARTITIONS)  # fmt: skip
+            assert (out.topic, out.partition) == (NAMES.accepted(kind), home), (kind, user)

@@ -369,18 +369,29 @@ def test_custom_resources() -> None:
     assert url.startswith(f"postgresql://{initdb['owner']}:")
 
 
-def test_the_gate_and_governance_split_and_each_of_their_pods_is_an_instance() -> None:
-    """HIVEMEM_INSTANCE makes a parallel processor join its consumer group as that instance: the gate and the
-    governance processor are parallel, so exactly their pods name themselves (their stable StatefulSet names)."""
+def test_services_whose_processors_split_run_each_pod_as_an_instance() -> None:
+    """HIVEMEM_INSTANCE makes a parallel processor join its consumer group as that instance: every service with
+    one (all but the projectors) is a StatefulSet whose pods name themselves (their stable names)."""
+    from processors.caml_core import CamlProcessor
+    from processors.caml_embedder import EmbedderProcessor
+    from processors.clam_core import ClamProcessor
     from processors.gate_core import GateProcessor
     from processors.governance_core import GovernanceProcessor
+    from processors.kmms_consolidator import KmmsConsolidatorProcessor
+    from processors.kmms_core import KmmsProcessor
+    from processors.kmms_embedder import KmmsEmbedderProcessor
+    from processors.kmms_enricher import KmmsEnricherProcessor
+    from processors.kmp_core import KmpProcessor
+    from processors.kstar_core import KstarProcessor
 
-    assert getattr(GateProcessor, "parallel", False) and getattr(GovernanceProcessor, "parallel", False)
+    split = [GateProcessor, GovernanceProcessor, EmbedderProcessor, KmmsProcessor, KmmsEnricherProcessor,
+             KmmsConsolidatorProcessor, KmmsEmbedderProcessor, KmpProcessor, KstarProcessor, ClamProcessor]  # fmt: skip
+    assert all(getattr(c, "parallel", False) for c in split) and not getattr(CamlProcessor, "parallel", False)
     named = {}
     for d in _of(*WORKLOADS):
         (main,) = d["spec"]["template"]["spec"]["containers"]
         refs = {v["name"]: v.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for v in main.get("env", [])}
         if "HIVEMEM_INSTANCE" in refs:
             named[d["metadata"]["name"]] = (d["kind"], refs["HIVEMEM_INSTANCE"])
-    assert named == {"hivemem-gate": ("StatefulSet", "metadata.name"),
-                     "hivemem-governance": ("StatefulSet", "metadata.name")}  # fmt: skip
+    assert named == {f"hivemem-{s}": ("StatefulSet", "metadata.name")
+                     for s in ("gate", "governance", "caml", "kmms", "kmp", "kstar")}  # fmt: skip

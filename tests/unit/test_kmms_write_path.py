@@ -7,7 +7,8 @@ from contracts.avro import decode_rejection, encode_envelope
 from contracts.kmms_records import KmmsEvent, decode_kmms
 from contracts.topics import TopicNames
 from governance.kmms.units import units_of
-from processors.kmms_core import KmmsDriver
+from processors.kmms_core import InMemorySeen, KmmsDriver, KmmsProcessor
+from streams.records import LogRecord
 from tests.helpers import offline_client
 
 NAMES = TopicNames()
@@ -103,3 +104,30 @@ def test_erasure_in_a_batch_takes_only_what_was_logged_before_it() -> None:
              LogRecord(TOPIC, 0, 1, 2_000, None, episode("b", "first words"))]  # fmt: skip
     assert verdicts(d.processor.process(list(reversed(batch)), 9_999)) == [
         "EPISODE_STORED", "MEMORY_ERASED", "EPISODE_STORED"]  # fmt: skip
+
+
+class _ReadBeforeTheOtherCommitted(InMemorySeen):
+    """The view of an instance whose batch read the keys before another instance's batch committed them."""
+
+    def __init__(self, shared: InMemorySeen) -> None:
+        super().__init__()
+        self.rows, self.watermarks = shared.rows, shared.watermarks
+
+    def get(self, keys: list[str]) -> dict[str, tuple[str, str]]:
+        return {}
+
+
+def test_an_episode_id_claimed_by_another_instance_first_is_a_duplicate() -> None:
+    """Split by memory, two instances may judge one tenant's episode id at once (two memories): the one whose claim
+    comes second refuses its episode DUPLICATE_EPISODE and stores nothing of it, not even its content hash."""
+    shared = InMemorySeen()
+    first = KmmsProcessor(NAMES, {}, shared)
+    second = KmmsProcessor(NAMES, {}, _ReadBeforeTheOtherCommitted(shared))
+    rec = lambda value, off: LogRecord(TOPIC, 0, off, 5_000 + off, None, value)  # noqa: E731
+    assert verdicts(first.process([rec(episode("e1", "I moved to Porto.", user="u1"), 0)], 0)) == ["EPISODE_STORED"]
+    lost = second.process([rec(episode("e1", "I adopted a cat.", user="u2"), 1)], 0)
+    assert verdicts(lost) == ["DUPLICATE_EPISODE"]
+    hashes = [v[1] for k, v in shared.rows.items() if k.startswith("hash:")]
+    assert hashes == ["acme/claw-1/u1"]  # the winner's content hash only
+    # The same content told again in u2's memory under a new id is stored: its hash was never taken.
+    assert verdicts(first.process([rec(episode("e2", "I adopted a cat.", user="u2"), 2)], 0)) == ["EPISODE_STORED"]
