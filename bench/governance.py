@@ -22,9 +22,11 @@ from pathlib import Path
 
 import psycopg
 from confluent_kafka import Consumer, Producer
+from rich.console import Console
 
 from bench.cpu import CpuSample, cpu_model, python_speed, report
 from bench.pipeline import pct, produce_waiting, spy
+from bench.replay import timed_replay
 from bench.temp_stack import running_stack, stack_pids
 from contracts.avro import decode_envelope, encode_envelope
 from contracts.models import DecisionPayload
@@ -155,6 +157,8 @@ def main(argv: list[str]) -> int:
                     help="seconds of voting rounds first (a fresh broker's JIT compiles for a minute)")  # fmt: skip
     ap.add_argument("--profile", type=Path, default=None,
                     help="record gate, governance and projectors with py-spy into DIR")  # fmt: skip
+    ap.add_argument("--no-replay", dest="replay", action="store_false",
+                    help="skip the rebuild of the governance read model from the run's log at the end")  # fmt: skip
     args = ap.parse_args(argv)
     # The measured path alone (no CAML, KMMS, KMP or their models on the same cores).
     with running_stack(services=["gate", "governance", "projectors"]) as stack:
@@ -176,4 +180,6 @@ def main(argv: list[str]) -> int:
               f"p95 {pct(lat, 0.95):.1f} ms  p99 {pct(lat, 0.99):.1f} ms")  # fmt: skip
         if args.profile is not None:
             print(f"py-spy profiles (open in https://www.speedscope.app): {args.profile}")
+        if args.replay:  # every vote, proposal, decision, fact and refusal of the run, warm-up included
+            print(timed_replay(settings, "governance", Console(stderr=True)))
         return 0 if len(lat) == args.rounds else 1

@@ -48,6 +48,7 @@ from bench.memory_corpus import CATEGORIES, SHAPES, Corpus, Question, Session, f
 from bench.memory_layers import consolidate_locally, l0_lookup_ms
 from bench.memory_metrics import ABSTAIN_BELOW, Gold, RankedHit, Retrieval, Scores, by_category, percentile, score
 from bench.pii import cpu_model
+from bench.replay import timed_replay
 from hivemem.settings import Settings
 
 TENANT = "kmms-bench"
@@ -430,6 +431,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--concurrency", type=int, default=4, help="users ingested in parallel")
     ap.add_argument("--wait-ms", type=int, default=5_000, help="the add call's wait for the verdict")
     ap.add_argument("--index-timeout", type=float, default=900.0, help="seconds to wait for one user's episodes")
+    ap.add_argument(
+        "--no-replay",
+        dest="replay",
+        action="store_false",
+        help="skip the rebuild of the KMMS read model from the log (temporary stack only)",
+    )
     ap.add_argument("--scale", type=int, default=0, help="then grow the first user's memory to N episodes and time "
                     "every question against it (bench/memory_scale.py; temporary stack only)")  # fmt: skip
     args = ap.parse_args(argv)
@@ -491,6 +498,11 @@ def main(argv: list[str]) -> int:
             out.print(f"\n{n + 1}. L0 lookup (the search's routing step: which question words the memory's index "
                       f"holds), SQL on the application role  [load {load()}]")  # fmt: skip
             out.print(f"   {dist(lookups, digits=2)}")
+            if args.replay and not existing:  # before --scale, which grows the read model beside the log
+                out.print(f"\n{n + 2}. the KMMS read model rebuilt from the log, as `hivemem replay kmms` does  "
+                          f"[load {load()}]")  # fmt: skip
+                out.print(f"   {timed_replay(settings, 'kmms', progress)}")
+                n += 1
             if args.scale:
                 scale(settings, tenant, corpus, mems, args, out, n + 2)
         finally:

@@ -60,6 +60,28 @@ def write_log(settings: Settings, n: int, console: Console) -> float:
     return n / (time.perf_counter() - t0)
 
 
+def timed_replay(settings: Settings, model: str, console: Console) -> str:
+    """Rebuild read model ``model`` from the log as ``hivemem replay`` does (progress bar, ETA); one line with
+    its events/s, the fold's alone, and whether the digests are equal."""
+    projection = projections(settings)[model]
+    with Progress(TextColumn(f"replaying {model}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console) as progress:  # fmt: skip
+        task = progress.add_task(model, total=None)
+        last_batch = [0.0]
+
+        def on_batch(n: int) -> None:
+            progress.advance(task, n)
+            last_batch[0] = time.perf_counter()
+
+        t0 = time.perf_counter()
+        result = rebuild(projection, settings.require_kafka(), settings.require_database(), settings.topics,
+                         on_total=lambda n: progress.update(task, total=n), on_batch=on_batch)  # fmt: skip
+        took, fold = time.perf_counter() - t0, max(last_batch[0] - t0, 1e-9)
+    return (f"replay of {model}: {result.records:,} events in {took:.1f} s = {result.records / took:,.0f} events/s "
+            f"(fold alone {result.records / fold:,.0f}/s; both digests and the swap the rest); digests "
+            f"{'equal' if result.equal else 'DIFFERENT'}")  # fmt: skip
+
+
 def folded(conn: psycopg.Connection[tuple[object, ...]], topic: str) -> int:
     row = conn.execute("SELECT coalesce(sum(next_offset), 0) FROM hivemem.projection_offsets "
                        "WHERE consumer = 'audit' AND topic = %s", (topic,)).fetchone()  # fmt: skip

@@ -141,6 +141,45 @@ def _stored_columns(conn: Conn, schema: str, table: str) -> str:
     return ", ".join(f'"{r[0]}"' for r in rows)
 
 
+def _secondary_indexes(conn: psycopg.Connection[tuple[object, ...]], schema: str, table: str) -> list[tuple[str, str]]:
+    """(name, CREATE INDEX statement) of the table's indexes that back no constraint."""
+    rows = conn.execute(
+        "SELECT i.indexname, i.indexdef FROM pg_indexes i WHERE i.schemaname = %s AND i.tablename = %s AND NOT EXISTS "
+        "(SELECT 1 FROM pg_constraint c WHERE c.conindid = (quote_ident(i.schemaname) || '.' || "
+        "quote_ident(i.indexname))::regclass) ORDER BY i.indexname", (schema, table)).fetchall()  # fmt: skip
+    return [(str(n), str(d)) for n, d in rows]
+
+
+def _swap(conn: psycopg.Connection[tuple[object, ...]], projection: Projection, shadow: str, shadow_consumer: str,
+          processed: int) -> ReplayResult | None:  # fmt: skip
+    """With the live tables locked: if the live model and the shadow have folded the same records, compare their
+    digests, move the shadow's rows into the live tables and drop the shadow; else nothing (None)."""
+    with conn.transaction():
+        for t in projection.tables:
+            conn.execute(f"LOCK TABLE {projection.name}.{t.table} IN EXCLUSIVE MODE")
+        if _offsets(conn, projection.name) != _offsets(conn, shadow_consumer):
+            return None
+        live_digest = digest(conn, projection, projection.name)
+        rebuilt = digest(conn, projection, shadow)
+        found = differences(conn, projection, projection.name, shadow) if rebuilt != live_digest else ()
+        failed = failures_apart(conn, projection.name, shadow_consumer) if found else ((), ())
+        for t in projection.tables:
+            conn.execute(f"TRUNCATE {projection.name}.{t.table}")
+            cols = _stored_columns(conn, shadow, t.table)  # generated columns are recomputed
+            # The table's own indexes (not its keys) are built again once it is filled: a bulk build is several
+            # times faster than keeping them up to date row by row (an HNSW index most of all).
+            rebuilt_indexes = _secondary_indexes(conn, projection.name, t.table)
+            for name, _ in rebuilt_indexes:
+                conn.execute(f"DROP INDEX {projection.name}.{name}")
+            conn.execute(f"INSERT INTO {projection.name}.{t.table} ({cols}) SELECT {cols} FROM {shadow}.{t.table}")
+            for _, definition in rebuilt_indexes:
+                conn.execute(definition)  # type: ignore[arg-type]
+        rebuilt_digest = digest(conn, projection, projection.name)
+        conn.execute(f"DROP SCHEMA {shadow} CASCADE")
+        conn.execute("DELETE FROM hivemem.projection_offsets WHERE consumer = %s", (shadow_consumer,))
+        return ReplayResult(projection.name, processed, live_digest, rebuilt_digest, found, *failed)
+
+
 def rebuild(
     projection: Projection, bootstrap: str, db_url: str, names: TopicNames,
     on_total: Callable[[int], None] | None = None, on_batch: Callable[[int], None] | None = None,
@@ -165,24 +204,15 @@ def rebuild(
                                on_batch=on_batch)  # fmt: skip
         for _ in range(MAX_ROUNDS):
             folder.run(threading.Event(), until=target)
-            with conn.transaction():
-                for t in projection.tables:
-                    conn.execute(f"LOCK TABLE {projection.name}.{t.table} IN EXCLUSIVE MODE")
-                live = _offsets(conn, projection.name)
-                if live == _offsets(conn, shadow_consumer):
-                    live_digest = digest(conn, projection, projection.name)
-                    rebuilt = digest(conn, projection, shadow)
-                    found = differences(conn, projection, projection.name, shadow) if rebuilt != live_digest else ()
-                    failed = failures_apart(conn, projection.name, shadow_consumer) if found else ((), ())
-                    for t in projection.tables:
-                        conn.execute(f"TRUNCATE {projection.name}.{t.table}")
-                        cols = _stored_columns(conn, shadow, t.table)  # generated columns are recomputed
-                        conn.execute(f"INSERT INTO {projection.name}.{t.table} ({cols}) "
-                                     f"SELECT {cols} FROM {shadow}.{t.table}")  # fmt: skip
-                    rebuilt_digest = digest(conn, projection, projection.name)
-                    conn.execute(f"DROP SCHEMA {shadow} CASCADE")
-                    conn.execute("DELETE FROM hivemem.projection_offsets WHERE consumer = %s", (shadow_consumer,))
-                    return ReplayResult(projection.name, folder.processed, live_digest, rebuilt_digest, found, *failed)
+            try:
+                swapped = _swap(conn, projection, shadow, shadow_consumer, folder.processed)
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable):
+                # The live projector's batch took these tables in another order than the list: Postgres gave up
+                # one of the two transactions. Nothing was swapped; fold on to where the live model is and retry.
+                swapped = None
+            if swapped is not None:
+                return swapped
+            live = _offsets(conn, projection.name)
             # Not at the same position: fold the shadow up to the live model, or wait for it.
             for tp, end in live.items():
                 target[tp] = max(end, target.get(tp, 0))

@@ -36,6 +36,7 @@ from governance.kmms.phrasing import fact_terms, said_text
 from governance.kmms.units import is_sentence, units_of
 from projections.read_models import DigestTable, schema_ddl, tenant_table
 from projections.read_models.caml import index_name as caml_index_name
+from projections.read_models.vector_copy import as_vector, copy_vectors
 from streams.records import LogRecord
 
 Cur = psycopg.Cursor[tuple[object, ...]]
@@ -166,15 +167,19 @@ class KmmsProjection:
     def fold(self, cur: Cur, schema: str, records: list[LogRecord]) -> None:
         decoded: list[tuple[LogRecord, KmmsEvent | KmmsEmbedding]] = [(rec, _decode(rec)) for rec in records]
         marks = self._marks(cur, schema, {(x.tenant, x.claw_id, x.scope) for _, x in decoded})
+        vectors: list[KmmsEmbedding] = []  # written together (one COPY), before any erasure that follows them
         for rec, x in decoded:
             mark = marks.get((x.tenant, x.claw_id, x.scope))
             if isinstance(x, KmmsEmbedding):
                 if mark is None or not mark.covers_vector(x):
-                    self._embedding(cur, schema, x)
+                    vectors.append(x)
             elif x.kind == "MEMORY_ERASED":
+                self._embeddings(cur, schema, vectors)
+                vectors = []
                 marks[(x.tenant, x.claw_id, x.scope)] = self._erase(cur, schema, x, rec)
             elif mark is None or not mark.covers_event(x):
                 self._event(cur, schema, x)
+        self._embeddings(cur, schema, vectors)
 
     @staticmethod
     def _marks(cur: Cur, s: str, memories: set[Who]) -> dict[Who, ErasureMark]:
@@ -281,31 +286,31 @@ class KmmsProjection:
                 cur.execute(f"UPDATE {s}.kmms_nodes SET flagged = true WHERE tenant = %s AND node_id = ANY(%s)",
                             (ev.tenant, [ev.node_id, ev.related_id]))  # fmt: skip
 
-    def _embedding(self, cur: Cur, s: str, e: KmmsEmbedding) -> None:
-        if len(e.vector) != DIM:
-            raise ValueError(f"embedding of {e.unit_id} has {len(e.vector)} dimensions, not {DIM}")
-        if (s, e.model) not in self._indexed:
-            cur.execute(f"CREATE INDEX IF NOT EXISTS {index_name(e.model)} ON {s}.kmms_vectors "
-                        f"USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
-                        f"WHERE model = {_literal(e.model)}")  # fmt: skip
-            self._indexed.add((s, e.model))
-        cause = _cause(e)
-        cur.execute(
-            f"INSERT INTO {s}.kmms_vectors (unit_id, model, tenant, claw_id, scope, kind, embedding, cause_partition, "
-            "cause_offset, voice) VALUES (%s, %s, %s, %s, %s, %s, %s::vector, %s, %s, %s) ON CONFLICT DO NOTHING",
-            (
-                e.unit_id,
-                e.model,
-                e.tenant,
-                e.claw_id,
-                e.scope,
-                "sentence" if is_sentence(e.unit_id) else "unit" if "#" in e.unit_id else "node",
-                "[" + ",".join(repr(float(x)) for x in e.vector) + "]",
-                None if cause is None else cause.partition,
-                None if cause is None else cause.offset,
-                e.voice,
-            ),
-        )
+    def _embeddings(self, cur: Cur, s: str, batch: list[KmmsEmbedding]) -> None:
+        for e in batch:
+            if len(e.vector) != DIM:
+                raise ValueError(f"embedding of {e.unit_id} has {len(e.vector)} dimensions, not {DIM}")
+            # The search's HNSW index of the model, on the live tables only: a replay's shadow is compared and
+            # copied into them, never searched (an index kept up to date insert by insert in the shadow took most
+            # of a KMMS replay's fold).
+            if s == self.name and (s, e.model) not in self._indexed:
+                cur.execute(f"CREATE INDEX IF NOT EXISTS {index_name(e.model)} ON {s}.kmms_vectors "
+                            f"USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+                            f"WHERE model = {_literal(e.model)}")  # fmt: skip
+                self._indexed.add((s, e.model))
+        rows: list[tuple[object, ...]] = []
+        for e in batch:
+            cause = _cause(e)
+            kind = "sentence" if is_sentence(e.unit_id) else "unit" if "#" in e.unit_id else "node"
+            rows.append((e.unit_id, e.model, e.tenant, e.claw_id, e.scope, kind, as_vector(e.vector),
+                         None if cause is None else cause.partition, None if cause is None else cause.offset,
+                         e.voice))  # fmt: skip
+        copy_vectors(cur, s, "kmms_vectors", _VECTOR_COLUMNS, _VECTOR_TYPES, rows)
+
+
+_VECTOR_COLUMNS = ("unit_id", "model", "tenant", "claw_id", "scope", "kind", "embedding", "cause_partition",
+                   "cause_offset", "voice")  # fmt: skip
+_VECTOR_TYPES = ("text", "text", "text", "text", "text", "text", "vector", "int4", "int8", "text")
 
 
 def _cause(e: KmmsEmbedding) -> LogPosition | None:

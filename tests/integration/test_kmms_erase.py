@@ -82,6 +82,12 @@ def test_erase_removes_everything_told_before_and_only_that(stack: Stack) -> Non
     result = rebuild(projections(s)["kmms"], s.require_kafka(), s.require_database(), s.topics)
     assert result.equal and result.records > 0, result.describe()
     assert _rows(stack, "mem-a", claw, user)["kmms_episodes"] == 1
+    # The live tables' own indexes were dropped for the copy and built again: the search's text and HNSW indexes.
+    with owner_db(stack) as conn:
+        indexes = {str(r[0]): str(r[1]) for r in conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'kmms'")}  # fmt: skip
+    assert {"kmms_units_tsv", "kmms_units_said_tsv", "kmms_nodes_tsv", "kmms_units_scope"} <= set(indexes)
+    assert any("USING hnsw" in d for d in indexes.values())
 
 
 def test_erase_needs_a_claw_token_and_clean_input(stack: Stack) -> None:

@@ -194,6 +194,13 @@ def test_harness_runs_end_to_end_on_a_fake_memory(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(bm, "stack", no_stack)
     monkeypatch.setattr(bm, "open_memories", lambda settings, tenant, users: {u: _FakeMemory() for u in users})
     monkeypatch.setattr(bm, "l0_lookups", lambda settings, tenant, corpus: [0.2] * len(corpus.questions))
+    replayed: list[str] = []
+
+    def fake_replay(settings: object, model: str, console: object) -> str:
+        replayed.append(model)
+        return "replayed"
+
+    monkeypatch.setattr(bm, "timed_replay", fake_replay)
     out = tmp_path / "memory.txt"
     argv = ["--users", "2", "--modes", "text,vector", "--probes", "3", "--out", str(out)]
     assert bm.main(argv) == 0
@@ -202,6 +209,7 @@ def test_harness_runs_end_to_end_on_a_fake_memory(monkeypatch: pytest.MonkeyPatc
     assert "mode text" in text and "mode vector" in text and "point-in-time" in text
     assert "L0 lookup" in text and "p50 0.20 ms" in text  # the routing step's latency, one per question
     assert "80 episodes in" in text  # the local consolidator's own rate, over every session of the corpus
+    assert replayed == ["kmms"] and "KMMS read model rebuilt from the log" in text
     rows = [line for line in text.splitlines() if "overall" in line]
     assert len(rows) == 2
     assert "│     0 (0) │" in rows[0]  # as_of honoured: no leak
