@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from contracts.kmms_records import KmmsEnrichment, KmmsEntity, KmmsEvent, decode_kmms
+from contracts.kmms_records import KmmsEnrichment, KmmsEntity, KmmsEpisode, KmmsEvent, decode_kmms
 from contracts.topics import TopicNames
 from governance.kmms.values import Enrichment
 from processors.kmms_core import kmms_event_id, kmms_out
@@ -22,6 +22,14 @@ NAME = "kmms-enricher"
 
 class Enricher(Protocol):
     def enrich_many(self, texts: Sequence[str]) -> list[Enrichment]: ...
+
+
+def owner_text(episode: KmmsEpisode) -> str:
+    """What an episode's entities and topics are read from: the user's turns of a conversation (what the memory's
+    owner told of their life; the assistant's long replies name everything a topic holds, and cost most of the
+    NER's time), a document's or a note's whole content."""
+    said = [t.content for t in episode.turns if t.role == "user"]
+    return "\n".join(said) if said else episode.content
 
 
 def enricher_model(enricher: Enricher) -> str:
@@ -49,7 +57,7 @@ class KmmsEnricherProcessor:
         todo = [(rec, ev) for rec, ev in events if ev.kind == "EPISODE_STORED" and ev.episode]
         if not todo:
             return []
-        found = self.enricher.enrich_many([ev.episode.content for _, ev in todo if ev.episode])
+        found = self.enricher.enrich_many([owner_text(ev.episode) for _, ev in todo if ev.episode])
         model = enricher_model(self.enricher)
         outs = []
         for (rec, ev), e in zip(todo, found, strict=True):

