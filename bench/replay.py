@@ -5,7 +5,8 @@ records straight onto ``accepted.episode`` (as the gate would: the inbound posit
 in headers; 1,000 distinct signed envelopes, each at many positions, so building them does not
 dominate), waits for the live audit read model to fold them, then rebuilds it with the same code
 ``hivemem replay`` runs (progress bar and ETA), prints events/s and checks the digests are equal.
-Default N: 1,000,000.
+Default N: 1,000,000. ``--model kmms``: N records of the KMMS processors instead (bench/replay_kmms.py), and
+then a second replay into the live model emptied, which moves every table and builds its indexes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from bench.cpu import cpu_model
 from bench.pipeline import produce_waiting
+from bench.replay_kmms import write_kmms_log
 from bench.temp_stack import running_stack
 from contracts.avro import encode_envelope
 from contracts.positions import LogPosition
@@ -27,7 +29,8 @@ from contracts.topics import partition_key
 from hivemem.demo import claw_client
 from hivemem.services import projections
 from hivemem.settings import Settings
-from projections.replay import rebuild
+from projections.read_models import Projection
+from projections.replay import ReplayResult, rebuild
 from streams.records import LOG_TIME_HEADER, SRC_HEADER
 
 
@@ -63,10 +66,71 @@ def write_log(settings: Settings, n: int, console: Console) -> float:
 def timed_replay(settings: Settings, model: str, console: Console) -> str:
     """Rebuild read model ``model`` from the log as ``hivemem replay`` does (progress bar, ETA); one line with
     its events/s, the fold's alone, and whether the digests are equal."""
-    projection = projections(settings)[model]
-    with Progress(TextColumn(f"replaying {model}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+    result, took, fold = _replay(projections(settings)[model], settings, console)
+    return (f"replay of {model}: {result.records:,} events in {took:.1f} s = {result.records / took:,.0f} events/s "
+            f"(fold alone {result.records / fold:,.0f}/s; then {result.timings()}); digests "
+            f"{'equal' if result.equal else 'DIFFERENT'}")  # fmt: skip
+
+
+def folded(conn: psycopg.Connection[tuple[object, ...]], consumer: str, topics: list[str]) -> int:
+    row = conn.execute("SELECT coalesce(sum(next_offset), 0) FROM hivemem.projection_offsets "
+                       "WHERE consumer = %s AND topic = ANY(%s)", (consumer, topics)).fetchone()  # fmt: skip
+    return int(str(row[0])) if row else 0
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="hivemem bench replay")
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--model", choices=("audit", "kmms"), default="audit",
+                    help="audit: N accepted episodes; kmms: N records of the KMMS processors (episodes, "
+                         "enrichments, vectors, summaries, facts)")  # fmt: skip
+    args = ap.parse_args(argv)
+    console = Console()
+    with running_stack(services=["gate", "projectors"]) as stack:
+        s = stack.settings
+        db = s.require_database()
+        if args.model == "kmms":
+            t0 = time.perf_counter()
+            events = write_kmms_log(s, args.events, console)
+            written, what, topics = events / (time.perf_counter() - t0), "KMMS records", s.topics.kmms_topics()
+        else:
+            events, what, topics = args.events, "accepted episodes", [s.topics.accepted("episode")]
+            written = write_log(s, events, console)
+        t0 = time.perf_counter()
+        with psycopg.connect(db, autocommit=True) as conn:  # one for all polls, not a fork per poll
+            while folded(conn, args.model, topics) < events:
+                time.sleep(0.5)
+        live = events / (time.perf_counter() - t0)
+        model = projections(s)[args.model]
+        result, took, fold = _replay(model, s, console)
+        print(f"machine                 {cpu_model()}")
+        print(f"log written             {events:,} {what} at {written:,.0f} records/s")
+        print(f"live {args.model} projection   {live:,.0f} events/s (from the end of writing)")
+        print(f"replay of {args.model}         {result.records:,} events in {took:.1f} s: "
+              f"{result.records / took:,.0f} events/s (fold, digest of both, swap)")  # fmt: skip
+        print(f"  of which the fold     {fold:.1f} s: {result.records / fold:,.0f} events/s")
+        print(f"  then                  {result.timings()}")
+        print(f"digests                 {'equal' if result.equal else 'DIFFERENT'} ({result.rebuilt_digest[:16]})")
+        if not result.equal:
+            print(result.describe())
+            return 1
+        # The live model lost (its tables emptied, its offsets kept): every table differs, so the swap moves
+        # every row into the live tables and builds their indexes.
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(f"TRUNCATE {', '.join(f'{model.name}.{t.table}' for t in model.tables)}")
+        lost, took, _ = _replay(model, s, console)
+        same = lost.rebuilt_digest == result.rebuilt_digest
+        print(f"replay into an emptied live model: {lost.records / took:,.0f} events/s ({took:.1f} s); "
+              f"{lost.timings()}")  # fmt: skip
+        print(f"  rebuilt digest        {'the same' if same else 'DIFFERENT'} ({lost.rebuilt_digest[:16]})")
+        return 0 if same else 1
+
+
+def _replay(model: Projection, s: Settings, console: Console) -> tuple[ReplayResult, float, float]:
+    """``hivemem replay`` of one model with its progress bar: the result, its seconds and the fold's."""
+    with Progress(TextColumn(f"replaying {model.name}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console) as progress:  # fmt: skip
-        task = progress.add_task(model, total=None)
+        task = progress.add_task(model.name, total=None)
         last_batch = [0.0]
 
         def on_batch(n: int) -> None:
@@ -74,55 +138,6 @@ def timed_replay(settings: Settings, model: str, console: Console) -> str:
             last_batch[0] = time.perf_counter()
 
         t0 = time.perf_counter()
-        result = rebuild(projection, settings.require_kafka(), settings.require_database(), settings.topics,
+        result = rebuild(model, s.require_kafka(), s.require_database(), s.topics,
                          on_total=lambda n: progress.update(task, total=n), on_batch=on_batch)  # fmt: skip
-        took, fold = time.perf_counter() - t0, max(last_batch[0] - t0, 1e-9)
-    return (f"replay of {model}: {result.records:,} events in {took:.1f} s = {result.records / took:,.0f} events/s "
-            f"(fold alone {result.records / fold:,.0f}/s; both digests and the swap the rest); digests "
-            f"{'equal' if result.equal else 'DIFFERENT'}")  # fmt: skip
-
-
-def folded(conn: psycopg.Connection[tuple[object, ...]], topic: str) -> int:
-    row = conn.execute("SELECT coalesce(sum(next_offset), 0) FROM hivemem.projection_offsets "
-                       "WHERE consumer = 'audit' AND topic = %s", (topic,)).fetchone()  # fmt: skip
-    return int(str(row[0])) if row else 0
-
-
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="hivemem bench replay")
-    ap.add_argument("--events", type=int, default=1_000_000)
-    args = ap.parse_args(argv)
-    console = Console()
-    with running_stack(services=["gate", "projectors"]) as stack:
-        s = stack.settings
-        db, topic = s.require_database(), s.topics.accepted("episode")
-        written = write_log(s, args.events, console)
-        t0 = time.perf_counter()
-        with psycopg.connect(db, autocommit=True) as conn:  # one for all polls, not a fork per poll
-            while folded(conn, topic) < args.events:
-                time.sleep(0.5)
-        live = args.events / (time.perf_counter() - t0)
-        audit = projections(s)["audit"]
-        with Progress(TextColumn("replaying audit"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      console=console) as progress:  # fmt: skip
-            task = progress.add_task("audit", total=None)
-            last_batch = [0.0]
-
-            def on_batch(n: int) -> None:
-                progress.advance(task, n)
-                last_batch[0] = time.perf_counter()
-
-            t0 = time.perf_counter()
-            result = rebuild(audit, s.require_kafka(), db, s.topics, on_total=lambda n: progress.update(task, total=n),
-                             on_batch=on_batch)  # fmt: skip
-            took, fold = time.perf_counter() - t0, last_batch[0] - t0
-        print(f"machine                 {cpu_model()}")
-        print(f"log written             {args.events:,} accepted episodes at {written:,.0f} records/s")
-        print(f"live audit projection   {live:,.0f} events/s (from the end of writing)")
-        rate = result.records / took
-        print(f"replay of audit         {result.records:,} events in {took:.1f} s: {rate:,.0f} events/s "
-              f"(fold, digest of both, swap)")  # fmt: skip
-        print(f"  of which the fold     {fold:.1f} s: {result.records / fold:,.0f} events/s (the rest: two digests of "
-              f"{result.records:,} rows and the swap into the live tables)")  # fmt: skip
-        print(f"digests                 {'equal' if result.equal else 'DIFFERENT'} ({result.rebuilt_digest[:16]})")
-        return 0 if result.equal else 1
+        return result, time.perf_counter() - t0, max(last_batch[0] - t0, 1e-9)

@@ -5,16 +5,20 @@
 2. Lock the live tables (the live projector, if running, waits) and compare the live
    stored offsets with the shadow's. If the live model moved on, release, let the shadow
    catch up to it, and try again.
-3. With both at the same log position: digest the live model, replace its rows with the
-   rebuilt ones, digest again, commit. Equal digests prove the read model is a pure
-   function of the log; unequal ones come with the tables that differ and a few rows of each
-   side (``ReplayResult.describe``). The live projector then carries on from the same offsets.
+3. With both at the same log position: digest the live model's tables and the shadow's, replace
+   the rows of each table whose digests differ with the rebuilt ones (a table whose digests are
+   equal already holds them, and keeps its indexes), digest again, commit. Equal digests prove
+   the read model is a pure function of the log; unequal ones come with the tables that differ
+   and a few rows of each side (``ReplayResult.describe``). The live projector then carries on
+   from the same offsets.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -61,6 +65,11 @@ class ReplayResult:
     # did not repeat (or the reverse) is a cause of a difference the rows alone do not show.
     live_failures: tuple[str, ...] = ()
     rebuilt_failures: tuple[str, ...] = ()
+    phases: tuple[tuple[str, float], ...] = ()  # (what, seconds) of the swap's steps, for ``timings``
+    moved: tuple[str, ...] = ()  # the tables whose rows were replaced (their digests differed)
+
+    def timings(self) -> str:
+        return ", ".join(f"{what} {seconds:.1f} s" for what, seconds in self.phases)
 
     @property
     def equal(self) -> bool:
@@ -77,10 +86,12 @@ def _rows_sql(t: DigestTable, schema: str) -> str:
     return f"SELECT row_to_json(t)::text AS r FROM (SELECT {t.columns} FROM {schema}.{t.table}) t"
 
 
-def table_digests(conn: Conn, projection: Projection, schema: str) -> dict[str, str]:
-    """SHA-256 of each table's rows in key order (wall-clock columns left out)."""
+def table_digests(conn: Conn, projection: Projection, schema: str, only: list[str] | None = None) -> dict[str, str]:
+    """SHA-256 of each table's rows in key order (wall-clock columns left out); of the tables ``only`` if given."""
     out: dict[str, str] = {}
     for t in projection.tables:
+        if only is not None and t.table not in only:
+            continue
         order = ", ".join(f"t.{c.strip()}" for c in t.order_by.split(","))
         row = conn.execute(
             f"SELECT encode(sha256(convert_to(coalesce(string_agg(row_to_json(t)::text, E'\\n' ORDER BY {order}), "
@@ -92,8 +103,12 @@ def table_digests(conn: Conn, projection: Projection, schema: str) -> dict[str, 
 
 def digest(conn: Conn, projection: Projection, schema: str) -> str:
     """One SHA-256 over the tables' digests: equal digests, equal models."""
+    return _combined(table_digests(conn, projection, schema))
+
+
+def _combined(digests: dict[str, str]) -> str:
     h = hashlib.sha256()
-    for table, d in table_digests(conn, projection, schema).items():
+    for table, d in digests.items():
         h.update(f"{table}:{d}\n".encode())
     return h.hexdigest()
 
@@ -153,17 +168,29 @@ def _secondary_indexes(conn: psycopg.Connection[tuple[object, ...]], schema: str
 def _swap(conn: psycopg.Connection[tuple[object, ...]], projection: Projection, shadow: str, shadow_consumer: str,
           processed: int) -> ReplayResult | None:  # fmt: skip
     """With the live tables locked: if the live model and the shadow have folded the same records, compare their
-    digests, move the shadow's rows into the live tables and drop the shadow; else nothing (None)."""
+    digests, move the shadow's rows into each live table whose digest differs and drop the shadow; else nothing
+    (None). A table whose digests are equal is left as it is: its rows are the rebuilt ones (the digest reads
+    every column but the wall-clock ones), and a table of vectors keeps its HNSW index instead of building it
+    again."""
+    clock = _Clock()
     with conn.transaction():
         for t in projection.tables:
             conn.execute(f"LOCK TABLE {projection.name}.{t.table} IN EXCLUSIVE MODE")
         if _offsets(conn, projection.name) != _offsets(conn, shadow_consumer):
             return None
-        live_digest = digest(conn, projection, projection.name)
-        rebuilt = digest(conn, projection, shadow)
-        found = differences(conn, projection, projection.name, shadow) if rebuilt != live_digest else ()
+        clock.lap("locks")
+        live = table_digests(conn, projection, projection.name)
+        rebuilt = table_digests(conn, projection, shadow)
+        clock.lap("digests")
+        found = differences(conn, projection, projection.name, shadow) if rebuilt != live else ()
         failed = failures_apart(conn, projection.name, shadow_consumer) if found else ((), ())
-        for t in projection.tables:
+        moved = [t for t in projection.tables if live[t.table] != rebuilt[t.table]]
+        if moved:
+            # Index builds in memory and on every core: an HNSW index that fits in maintenance_work_mem builds
+            # several times faster than one spilled to disk (pgvector), and in parallel besides.
+            conn.execute(f"SET LOCAL maintenance_work_mem = '{_build_memory_mb()}MB'")
+            conn.execute(f"SET LOCAL max_parallel_maintenance_workers = {max(1, (os.cpu_count() or 1) - 1)}")
+        for t in moved:
             conn.execute(f"TRUNCATE {projection.name}.{t.table}")
             cols = _stored_columns(conn, shadow, t.table)  # generated columns are recomputed
             # The table's own indexes (not its keys) are built again once it is filled: a bulk build is several
@@ -172,12 +199,53 @@ def _swap(conn: psycopg.Connection[tuple[object, ...]], projection: Projection, 
             for name, _ in rebuilt_indexes:
                 conn.execute(f"DROP INDEX {projection.name}.{name}")
             conn.execute(f"INSERT INTO {projection.name}.{t.table} ({cols}) SELECT {cols} FROM {shadow}.{t.table}")
+            clock.lap(f"{t.table} copied")
             for _, definition in rebuilt_indexes:
-                conn.execute(definition)  # type: ignore[arg-type]
-        rebuilt_digest = digest(conn, projection, projection.name)
+                _build_index(conn, definition)
+            if rebuilt_indexes:
+                clock.lap(f"{t.table} indexed")
+        after = {**live, **table_digests(conn, projection, projection.name, [t.table for t in moved])}
+        if moved:
+            clock.lap("digest after")
         conn.execute(f"DROP SCHEMA {shadow} CASCADE")
         conn.execute("DELETE FROM hivemem.projection_offsets WHERE consumer = %s", (shadow_consumer,))
-        return ReplayResult(projection.name, processed, live_digest, rebuilt_digest, found, *failed)
+        return ReplayResult(projection.name, processed, _combined(live), _combined(after), found, *failed,
+                            phases=tuple(clock.laps), moved=tuple(t.table for t in moved))  # fmt: skip
+
+
+def _build_memory_mb() -> int:
+    """maintenance_work_mem for the swap's index builds: an eighth of the machine's memory, 64 MB to 1 GB (a
+    parallel HNSW build asks for that much shared memory at once)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+    except (ValueError, OSError):
+        return 64
+    return max(64, min(1024, total // 8))
+
+
+def _build_index(conn: Conn, definition: str) -> None:
+    """Build an index; if the server cannot give its build that much (shared) memory, as a container with a
+    small /dev/shm cannot, build it again serially with the server's own setting."""
+    try:
+        with conn.transaction():  # a savepoint: a failed build leaves the swap's transaction usable
+            conn.execute(definition)  # type: ignore[arg-type]
+    except (psycopg.errors.DiskFull, psycopg.errors.OutOfMemory, psycopg.errors.InsufficientResources):
+        conn.execute("SET LOCAL max_parallel_maintenance_workers = 0")
+        conn.execute("RESET maintenance_work_mem")
+        conn.execute(definition)  # type: ignore[arg-type]
+
+
+class _Clock:
+    """Seconds spent on each named step since the previous one."""
+
+    def __init__(self) -> None:
+        self.laps: list[tuple[str, float]] = []
+        self._t = time.perf_counter()
+
+    def lap(self, what: str) -> None:
+        now = time.perf_counter()
+        self.laps.append((what, now - self._t))
+        self._t = now
 
 
 def rebuild(

@@ -15,9 +15,14 @@ APP_ROLE = "hivemem_app"
 
 @dataclass(frozen=True)
 class DigestTable:
+    """A table of a read model as its digest reads it. ``columns``: every stored column but the wall-clock ones
+    (``wall_clock``), each maybe as an expression ``... AS name``; a replay leaves a table whose digest is equal
+    as it is (tests/integration/test_digest_columns.py holds the two lists to the table's columns)."""
+
     table: str
-    columns: str  # the columns that define the model (no wall-clock columns)
+    columns: str
     order_by: str
+    wall_clock: tuple[str, ...] = ()
 
 
 class Projection(Protocol):

@@ -26,7 +26,7 @@ _COLUMNS = ("tenant, source_topic, source_partition, source_offset, outcome, rea
 class AuditProjection:
     name: str = "audit"
     tables: tuple[DigestTable, ...] = (
-        DigestTable("events", _COLUMNS, "source_topic, source_partition, source_offset"),
+        DigestTable("events", _COLUMNS, "source_topic, source_partition, source_offset", wall_clock=("projected_at",)),
     )
 
     def __init__(self, extra_topics: tuple[str, ...] = (), output_verifier: Verifier | None = None) -> None:

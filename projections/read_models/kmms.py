@@ -29,23 +29,20 @@ from typing import Any
 
 import psycopg
 
-from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms
+from contracts.kmms_records import KmmsEvent, decode_kmms
+from contracts.kmms_vectors import VectorRecord, decode_vector_record
 from contracts.positions import LogPosition, PositionError
 from contracts.topics import TopicNames
-from governance.kmms.phrasing import fact_terms, said_text
-from governance.kmms.units import is_sentence, units_of
+from governance.kmms.units import is_sentence
 from projections.read_models import DigestTable, schema_ddl, tenant_table
 from projections.read_models.caml import index_name as caml_index_name
-from projections.read_models.vector_copy import as_vector, copy_vectors
+from projections.read_models.kmms_events import EP_COLUMNS, NODE_COLUMNS, fold_events
+from projections.read_models.vector_copy import copy_vectors
 from streams.records import LogRecord
 
 Cur = psycopg.Cursor[tuple[object, ...]]
 DIM = 384
-_EP = ("tenant, claw_id, scope, episode_id, session_id, thread_id, content_type, occurred_at, content, content_hash, "
-       "redacted, envelope_event_id, event_id, logged_at")  # fmt: skip
-_NODE = ("tenant, claw_id, scope, node_id, layer, entity, topic, time_window, content, version, supersedes, "
-         "valid_from, event_time, fact_key, fact_value, fact_type, confidence, context, source_ids, model, logged_at, "
-         "last_verified, cues")  # fmt: skip
+_EP, _NODE = EP_COLUMNS, NODE_COLUMNS
 TABLES = ("kmms_episodes", "kmms_units", "kmms_nodes", "kmms_l0", "kmms_vectors", "kmms_contradictions")
 ERASED = (*TABLES, "kmms_erasures")  # the erasures table came with migration 14
 Who = tuple[str, str, str]  # tenant, claw, scope: one memory
@@ -60,7 +57,7 @@ class ErasureMark:
     def covers_event(self, ev: KmmsEvent) -> bool:
         return ev.at <= self.at
 
-    def covers_vector(self, e: KmmsEmbedding) -> bool:
+    def covers_vector(self, e: VectorRecord) -> bool:
         cause = _cause(e)
         return cause is not None and cause.partition == self.partition and cause.offset < self.offset
 
@@ -74,14 +71,17 @@ class KmmsProjection:
     tables: tuple[DigestTable, ...] = (
         DigestTable("kmms_episodes", _EP + ", primary_entity, primary_topic, entities, topics, erased",
                     "tenant, episode_id"),
-        DigestTable("kmms_units", "tenant, unit_id, episode_id, ordinal, text", "tenant, unit_id"),
+        DigestTable("kmms_units", "tenant, claw_id, scope, unit_id, episode_id, session_id, thread_id, ordinal, text, "
+                    "occurred_at, logged_at, said", "tenant, unit_id"),
         DigestTable("kmms_nodes", _NODE + ", status, superseded_by, valid_until, strength, reinforcements, flagged",
                     "tenant, node_id"),
         DigestTable("kmms_l0", "tenant, claw_id, scope, kind, term, entity_kind, first_seen, episodes",
                     "tenant, claw_id, scope, kind, term"),
-        DigestTable("kmms_vectors", "tenant, unit_id, model, voice, embedding::text", "tenant, unit_id, model"),
-        DigestTable("kmms_contradictions", "tenant, event_id, old_node, new_node, class, resolution, at",
-                    "tenant, event_id"),
+        # A vector by the MD5 of its binary form: as text, 384 floats formatted a row, it was most of a digest's time.
+        DigestTable("kmms_vectors", "tenant, claw_id, scope, unit_id, model, kind, voice, cause_partition, "
+                    "cause_offset, md5(vector_send(embedding)) AS embedding", "tenant, unit_id, model"),
+        DigestTable("kmms_contradictions", "tenant, claw_id, scope, event_id, old_node, new_node, class, resolution, "
+                    "at", "tenant, event_id"),
         DigestTable("kmms_erasures", "tenant, claw_id, scope, event_id, erasure_id, envelope_event_id, reason, "
                     "erased_at, log_partition, log_offset", "tenant, event_id"),
     )  # fmt: skip
@@ -165,20 +165,23 @@ class KmmsProjection:
         ]
 
     def fold(self, cur: Cur, schema: str, records: list[LogRecord]) -> None:
-        decoded: list[tuple[LogRecord, KmmsEvent | KmmsEmbedding]] = [(rec, _decode(rec)) for rec in records]
+        decoded: list[tuple[LogRecord, KmmsEvent | VectorRecord]] = [(rec, _decode(rec)) for rec in records]
         marks = self._marks(cur, schema, {(x.tenant, x.claw_id, x.scope) for _, x in decoded})
-        vectors: list[KmmsEmbedding] = []  # written together (one COPY), before any erasure that follows them
+        vectors: list[VectorRecord] = []  # written together (one COPY), before any erasure that follows them
+        events: list[KmmsEvent] = []
         for rec, x in decoded:
             mark = marks.get((x.tenant, x.claw_id, x.scope))
-            if isinstance(x, KmmsEmbedding):
+            if isinstance(x, VectorRecord):
                 if mark is None or not mark.covers_vector(x):
                     vectors.append(x)
             elif x.kind == "MEMORY_ERASED":
+                fold_events(cur, schema, events)
                 self._embeddings(cur, schema, vectors)
-                vectors = []
+                events, vectors = [], []
                 marks[(x.tenant, x.claw_id, x.scope)] = self._erase(cur, schema, x, rec)
             elif mark is None or not mark.covers_event(x):
-                self._event(cur, schema, x)
+                events.append(x)
+        fold_events(cur, schema, events)
         self._embeddings(cur, schema, vectors)
 
     @staticmethod
@@ -219,74 +222,7 @@ class KmmsProjection:
         )
         return ErasureMark(ev.at, rec.partition, rec.offset)
 
-    def _event(self, cur: Cur, s: str, ev: KmmsEvent) -> None:
-        who = (ev.tenant, ev.claw_id, ev.scope)
-        if ev.kind == "EPISODE_STORED" and ev.episode is not None:
-            e = ev.episode
-            cur.execute(
-                f"INSERT INTO {s}.kmms_episodes ({_EP}) VALUES ({', '.join(['%s'] * 14)}) ON CONFLICT DO NOTHING",
-                (*who, e.episode_id, e.session_id, e.thread_id, e.content_type, e.occurred_at, e.content,
-                 e.content_hash, e.redacted, ev.related_id, ev.event_id, ev.at),
-            )  # fmt: skip
-            cur.executemany(
-                f"INSERT INTO {s}.kmms_units (tenant, claw_id, scope, unit_id, episode_id, session_id, thread_id, "
-                "ordinal, text, occurred_at, logged_at, said) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                [(*who, u.unit_id, e.episode_id, e.session_id, e.thread_id, u.ordinal, u.text, e.occurred_at, ev.at,
-                  said_text(u.text, conversation=bool(e.turns))) for u in units_of(e)],
-            )  # fmt: skip
-        elif ev.kind == "EPISODE_ENRICHED" and ev.enrichment is not None:
-            en = ev.enrichment
-            cur.execute(
-                f"UPDATE {s}.kmms_episodes SET primary_entity = %s, primary_topic = %s, entities = %s, topics = %s "
-                "WHERE tenant = %s AND episode_id = %s",
-                (en.primary_entity, en.primary_topic, [x.name for x in en.entities], en.topics, ev.tenant,
-                 en.episode_id),
-            )  # fmt: skip
-            terms = {("entity", x.name, x.kind) for x in en.entities} | {("topic", t, None) for t in en.topics}
-            cur.executemany(
-                f"INSERT INTO {s}.kmms_l0 AS l VALUES (%s, %s, %s, %s, %s, %s, %s, 1) "
-                "ON CONFLICT (tenant, claw_id, scope, kind, term) DO UPDATE SET episodes = l.episodes + 1",
-                [(*who, kind, term.lower(), ek, ev.at) for kind, term, ek in sorted(terms, key=str)],
-            )
-        elif ev.kind == "NODE_CREATED" and ev.node is not None:
-            n = ev.node
-            cur.execute(
-                f"INSERT INTO {s}.kmms_nodes ({_NODE}) VALUES ({', '.join(['%s'] * 23)}) ON CONFLICT DO NOTHING",
-                (*who, n.node_id, n.layer, n.entity, n.topic, n.time_window, n.content, n.version, n.supersedes,
-                 n.valid_from, n.event_time, n.fact_key, n.fact_value, n.fact_type, n.confidence, n.context,
-                 n.source_ids, n.model, ev.at, ev.at,
-                 fact_terms(n.entity, n.fact_key, n.fact_value or "") if n.fact_key else ""),
-            )  # fmt: skip
-        elif ev.kind == "NODE_SUPERSEDED" and ev.node_id:
-            cur.execute(
-                f"UPDATE {s}.kmms_nodes SET status = 'SUPERSEDED', superseded_by = %s, valid_until = %s "
-                "WHERE tenant = %s AND node_id = %s",
-                (ev.related_id, None if ev.value is None else int(ev.value), ev.tenant, ev.node_id),
-            )
-        elif ev.kind == "NODE_REINFORCED" and ev.node_id:
-            cur.execute(
-                f"UPDATE {s}.kmms_nodes SET strength = %s, reinforcements = reinforcements + 1, last_verified = %s, "
-                "source_ids = CASE WHEN %s::text = ANY(source_ids) THEN source_ids "
-                "ELSE array_append(source_ids, %s::text) END "
-                "WHERE tenant = %s AND node_id = %s",
-                (ev.value, ev.at, ev.related_id, ev.related_id, ev.tenant, ev.node_id),
-            )
-        elif ev.kind == "NODE_VERIFIED" and ev.node_id:
-            cur.execute(f"UPDATE {s}.kmms_nodes SET last_verified = %s WHERE tenant = %s AND node_id = %s",
-                        (ev.at, ev.tenant, ev.node_id))  # fmt: skip
-        elif ev.kind == "CONTRADICTION_LOGGED" and ev.node_id and ev.related_id:
-            cls, _, resolution = (ev.detail or "direct:flag_for_review").partition(":")
-            cur.execute(
-                f"INSERT INTO {s}.kmms_contradictions VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                (*who, ev.event_id, ev.node_id, ev.related_id, cls, resolution, ev.at),
-            )
-            if resolution == "flag_for_review":
-                cur.execute(f"UPDATE {s}.kmms_nodes SET flagged = true WHERE tenant = %s AND node_id = ANY(%s)",
-                            (ev.tenant, [ev.node_id, ev.related_id]))  # fmt: skip
-
-    def _embeddings(self, cur: Cur, s: str, batch: list[KmmsEmbedding]) -> None:
+    def _embeddings(self, cur: Cur, s: str, batch: list[VectorRecord]) -> None:
         for e in batch:
             if len(e.vector) != DIM:
                 raise ValueError(f"embedding of {e.unit_id} has {len(e.vector)} dimensions, not {DIM}")
@@ -302,7 +238,7 @@ class KmmsProjection:
         for e in batch:
             cause = _cause(e)
             kind = "sentence" if is_sentence(e.unit_id) else "unit" if "#" in e.unit_id else "node"
-            rows.append((e.unit_id, e.model, e.tenant, e.claw_id, e.scope, kind, as_vector(e.vector),
+            rows.append((e.unit_id, e.model, e.tenant, e.claw_id, e.scope, kind, e.vector,
                          None if cause is None else cause.partition, None if cause is None else cause.offset,
                          e.voice))  # fmt: skip
         copy_vectors(cur, s, "kmms_vectors", _VECTOR_COLUMNS, _VECTOR_TYPES, rows)
@@ -313,7 +249,7 @@ _VECTOR_COLUMNS = ("unit_id", "model", "tenant", "claw_id", "scope", "kind", "em
 _VECTOR_TYPES = ("text", "text", "text", "text", "text", "text", "vector", "int4", "int8", "text")
 
 
-def _cause(e: KmmsEmbedding) -> LogPosition | None:
+def _cause(e: VectorRecord) -> LogPosition | None:
     """The position on ``hivemem.kmms.events`` of the event a vector was computed for."""
     try:
         return LogPosition.parse(e.source)
@@ -321,9 +257,9 @@ def _cause(e: KmmsEmbedding) -> LogPosition | None:
         return None
 
 
-def _decode(rec: LogRecord) -> KmmsEvent | KmmsEmbedding:
+def _decode(rec: LogRecord) -> KmmsEvent | VectorRecord:
     if rec.topic.endswith("kmms.embeddings"):
-        return decode_kmms(rec.value or b"", KmmsEmbedding)
+        return decode_vector_record(rec.value or b"")
     return decode_kmms(rec.value or b"", KmmsEvent)
 
 

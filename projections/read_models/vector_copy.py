@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-import numpy as np
 import psycopg
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
@@ -50,7 +49,3 @@ def copy_vectors(cur: Cur, schema: str, table: str, cols: Sequence[str], types: 
         for row in rows:
             copy.write_row(row)
     cur.execute(f"INSERT INTO {schema}.{table} ({names}) SELECT {names} FROM {tmp} ON CONFLICT DO NOTHING")
-
-
-def as_vector(values: Sequence[float]) -> np.ndarray:
-    return np.asarray(values, dtype=np.float32)
