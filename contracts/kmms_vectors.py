@@ -109,7 +109,11 @@ def decode_vector_record(data: bytes) -> VectorRecord:
             if kind == "floats":
                 values[name], pos = _floats(data, pos)
                 continue
-            size, pos = _long(data, pos)
+            b = data[pos] if pos < len(data) else 0x80  # 0x80: let _long say what is wrong
+            if b < 0x80:  # a short string's length: one byte (most of a record's varints)
+                size, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                size, pos = _long(data, pos)
             if size < 0 or pos + size > len(data):
                 raise ContractError("MALFORMED", "Avro body does not decode: string runs past the end")
             values[name] = data[pos : pos + size].decode()

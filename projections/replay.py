@@ -20,6 +20,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import psycopg
@@ -31,6 +32,7 @@ from streams.kafka import TP, Watermarks
 from streams.offsets import stored_offsets
 from streams.runtime import StreamRuntime
 
+REPLAY_BATCH = 5000  # records a batch of the shadow's fold: fewer commits and statements than the live 1,000
 MAX_ROUNDS = 120  # rounds of up to 0.5 s waiting for the live projector
 SAMPLE_ROWS = 3  # rows of each side shown for a table that differs
 SAMPLE_CHARS = 240  # a row is cut to this many characters (a vector row is ~4 kB)
@@ -166,7 +168,7 @@ def _secondary_indexes(conn: psycopg.Connection[tuple[object, ...]], schema: str
 
 
 def _swap(conn: psycopg.Connection[tuple[object, ...]], projection: Projection, shadow: str, shadow_consumer: str,
-          processed: int) -> ReplayResult | None:  # fmt: skip
+          processed: int, db_url: str) -> ReplayResult | None:  # fmt: skip
     """With the live tables locked: if the live model and the shadow have folded the same records, compare their
     digests, move the shadow's rows into each live table whose digest differs and drop the shadow; else nothing
     (None). A table whose digests are equal is left as it is: its rows are the rebuilt ones (the digest reads
@@ -179,8 +181,11 @@ def _swap(conn: psycopg.Connection[tuple[object, ...]], projection: Projection, 
         if _offsets(conn, projection.name) != _offsets(conn, shadow_consumer):
             return None
         clock.lap("locks")
-        live = table_digests(conn, projection, projection.name)
-        rebuilt = table_digests(conn, projection, shadow)
+        # The shadow's digest on a connection of its own, beside the live one's: the two take a core each.
+        with ThreadPoolExecutor(1) as pool:
+            shadow_digests = pool.submit(_digests_apart, db_url, projection, shadow)
+            live = table_digests(conn, projection, projection.name)
+            rebuilt = shadow_digests.result()
         clock.lap("digests")
         found = differences(conn, projection, projection.name, shadow) if rebuilt != live else ()
         failed = failures_apart(conn, projection.name, shadow_consumer) if found else ((), ())
@@ -211,6 +216,11 @@ def _swap(conn: psycopg.Connection[tuple[object, ...]], projection: Projection, 
         conn.execute("DELETE FROM hivemem.projection_offsets WHERE consumer = %s", (shadow_consumer,))
         return ReplayResult(projection.name, processed, _combined(live), _combined(after), found, *failed,
                             phases=tuple(clock.laps), moved=tuple(t.table for t in moved))  # fmt: skip
+
+
+def _digests_apart(db_url: str, projection: Projection, schema: str) -> dict[str, str]:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        return table_digests(conn, projection, schema)
 
 
 def _build_memory_mb() -> int:
@@ -269,11 +279,11 @@ def rebuild(
             on_total(sum(target.values()))
         shadow_processor = ProjectionProcessor(projection, names, schema=shadow, name=shadow_consumer)
         folder = StreamRuntime(shadow_processor, bootstrap, db_url, exclusive=False, report_progress=False,
-                               on_batch=on_batch)  # fmt: skip
+                               on_batch=on_batch, durable=False, batch_size=REPLAY_BATCH)  # fmt: skip
         for _ in range(MAX_ROUNDS):
             folder.run(threading.Event(), until=target)
             try:
-                swapped = _swap(conn, projection, shadow, shadow_consumer, folder.processed)
+                swapped = _swap(conn, projection, shadow, shadow_consumer, folder.processed, db_url)
             except (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable):
                 # The live projector's batch took these tables in another order than the list: Postgres gave up
                 # one of the two transactions. Nothing was swapped; fold on to where the live model is and retry.

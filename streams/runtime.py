@@ -81,8 +81,10 @@ class StreamRuntime:
         report_progress: bool = True,
         on_batch: Callable[[int], None] | None = None,
         instance: str | None = None,
+        durable: bool = True,
     ) -> None:
         self.processor = processor
+        self.durable = durable
         self.name = processor.name
         self.bootstrap = bootstrap
         self.db_url = db_url
@@ -132,6 +134,11 @@ class StreamRuntime:
         # statements then skip parse and plan (Postgres CPU per envelope 220 -> 135 us in bench pipeline).
         conn: Conn = psycopg.connect(self.db_url, autocommit=True, prepare_threshold=5, connect_timeout=5)
         self._conn = conn
+        if not self.durable:
+            # A commit that does not wait for its WAL flush: still atomic (effects and offsets together or
+            # neither), only the last few batches may be lost in a server crash, to be folded again. For work
+            # that is redone from the log anyway (a replay's shadow); a batch's flush was 6 ms of it.
+            conn.execute("SET synchronous_commit = off")
         if self.instance is not None:
             # Beside the other instances, never beside an unsplit copy; and one process per instance name.
             if not group.wait_shared(conn, f"stream:{self.name}", stop):
