@@ -49,8 +49,8 @@ def plan_of(writer: SchemaVersion) -> Plan | None:
     return _PLANS[writer.fingerprint]
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    """(zigzag-decoded value, position after it)."""
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """(zigzag-decoded value, position after it); IndexError if it runs past the end, ValueError if too long."""
     b = data[pos]
     if b < 0x80:  # the usual one-byte varint
         return (b >> 1) ^ -(b & 1), pos + 1
@@ -72,7 +72,7 @@ def _walk(data: bytes, plan: Plan, keep: bool) -> tuple[dict[str, int | str], in
     try:
         pos = HEADER_LEN
         for name, kind in plan:
-            value, pos = _varint(data, pos)
+            value, pos = read_varint(data, pos)
             if kind in _SIZED:
                 if value < 0 or pos + value > len(data):
                     return None
@@ -82,7 +82,7 @@ def _walk(data: bytes, plan: Plan, keep: bool) -> tuple[dict[str, int | str], in
             elif keep:
                 values[name] = value
         start = pos
-        size, pos = _varint(data, pos)
+        size, pos = read_varint(data, pos)
         if size < 0 or pos + size > len(data):
             return None
     except (IndexError, ValueError):  # UnicodeDecodeError is a ValueError

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from contracts.avro import HEADER_LEN, MAGIC, ContractError, SchemaVersion, registry
+from contracts.header_bytes import read_varint
 from contracts.kmms_records import FAMILY, KmmsEmbedding, decode_kmms
 
 _FIELDS = {"unitId": "unit_id", "clawId": "claw_id"}  # wire name -> attribute, where they differ
@@ -35,20 +36,6 @@ class VectorRecord:
     vector: np.ndarray
     source: str
     voice: str = ""
-
-
-def _long(data: bytes, pos: int) -> tuple[int, int]:
-    """A zig-zag varint at ``pos``: (value, position after it)."""
-    shift = result = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise ContractError("MALFORMED", "Avro body does not decode: truncated or overlong varint")
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
 
 
 _LAYOUTS: dict[bytes, tuple[tuple[str, str], ...] | None] = {}  # by writer fingerprint
@@ -77,12 +64,12 @@ def _fields(sv: SchemaVersion) -> tuple[tuple[str, str], ...] | None:
 def _floats(data: bytes, pos: int) -> tuple[np.ndarray, int]:
     parts: list[np.ndarray] = []
     while True:
-        count, pos = _long(data, pos)
+        count, pos = read_varint(data, pos)
         if count == 0:
             break
         if count < 0:  # a block with its size in bytes first
             count = -count
-            _, pos = _long(data, pos)
+            _, pos = read_varint(data, pos)
         end = pos + 4 * count
         if end > len(data):
             raise ContractError("MALFORMED", "Avro body does not decode: array runs past the end")
@@ -109,17 +96,15 @@ def decode_vector_record(data: bytes) -> VectorRecord:
             if kind == "floats":
                 values[name], pos = _floats(data, pos)
                 continue
-            b = data[pos] if pos < len(data) else 0x80  # 0x80: let _long say what is wrong
-            if b < 0x80:  # a short string's length: one byte (most of a record's varints)
-                size, pos = (b >> 1) ^ -(b & 1), pos + 1
-            else:
-                size, pos = _long(data, pos)
+            size, pos = read_varint(data, pos)
             if size < 0 or pos + size > len(data):
                 raise ContractError("MALFORMED", "Avro body does not decode: string runs past the end")
             values[name] = data[pos : pos + size].decode()
             pos += size
-    except UnicodeDecodeError as exc:
-        raise ContractError("MALFORMED", "Avro body does not decode: UnicodeDecodeError") from exc
+    except ContractError:
+        raise
+    except (IndexError, ValueError) as exc:  # past the end, a varint too long, not UTF-8 (a ValueError)
+        raise ContractError("MALFORMED", f"Avro body does not decode: {type(exc).__name__}") from exc
     if pos != len(data):
         raise ContractError("MALFORMED", "trailing bytes after the Avro body")
     return VectorRecord(**values)
