@@ -49,6 +49,16 @@ def assigned(stack: Stack, service: str, owner: str) -> list[tuple[str, int]]:
     return sorted((t, int(p)) for t, p in re.findall(r"\('([^']+)', (\d+)\)", lines[-1]))
 
 
+def log_tails(stack: Stack, lines: int = 15) -> str:
+    """The last lines of each service's log, for a failure's message."""
+    out = []
+    for name in stack.services:
+        log = stack.settings.home / "logs" / f"{name}.log"
+        tail = log.read_text(errors="replace").splitlines()[-lines:] if log.exists() else ["(no log)"]
+        out.append(f"--- {name}\n" + "\n".join(tail))
+    return "\n".join(out)
+
+
 def sender(r: LogRecord) -> str:
     """The outbox owner that sent a processor's output record (``<processor>@<instance>`` when split)."""
     return (r.header(OUT_HEADER) or b"?").decode().rsplit(":", 1)[0]
