@@ -48,8 +48,9 @@ _HYPOTHETICAL = re.compile(r"\b(?:if|unless|whether|might|maybe|perhaps|could|wo
                            re.IGNORECASE)  # fmt: skip
 _HEDGE = re.compile(r"\b(?:I think|I believe|I guess|I suppose|I reckon|probably|apparently|I'm pretty sure)\b",
                     re.IGNORECASE)  # fmt: skip
-CHANGE = re.compile(r"\b(?:moved|relocated|switched|changed|now|no longer|new|anymore|these days|nowadays|since|"
-                    r"as of|started|joined|promoted|became|left|quit|recently|finally)\b", re.IGNORECASE)  # fmt: skip
+CHANGE = re.compile(r"\b(?:moved|relocated|(?:the|my|our) move|switched|changed|now|no longer|new|anymore|"
+                    r"these days|nowadays|since|as of|started|joined|promoted|became|left|quit|recently|finally)\b",
+                    re.IGNORECASE)  # fmt: skip
 
 
 def _set(words: str) -> frozenset[str]:
@@ -311,7 +312,7 @@ _PERF = r"(?: have| has|['’]ve)?"  # "I have joined", "I've joined", "I joined
 @dataclass(frozen=True)
 class Pattern:
     name: str
-    template: str  # {S} {BE} {HAVE} {P} subject placeholders, {A} adverbs, {PERF} an optional have/'ve,
+    template: str  # {S} {BE} {HAVE} {P} {OWN} subject placeholders, {A} adverbs, {PERF} an optional have/'ve,
     # {V} the value, {AN} an article
     fact_type: FactType
     confidence: float
@@ -323,6 +324,12 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("residence_be", r"{BE}{A} (?:living|based|settled) in {V}", "attribute", 0.85, _named("residence", False)),
     Pattern("residence_move", r"{S}{A}{PERF} (?:just |recently |finally )?(?:moved|relocated)"
             r"(?: back)?(?: from [^,;]+?)? to {V}", "attribute", 0.85, _named("residence", False)),
+    # "the move from Lisbon to Porto went fine": said by the owner, "the move" is theirs ({OWN}: my/our, or "the"
+    # for the owner only; an entity's is "John's move").
+    # Only a move told as done: "the move to Berlin might happen" has its modal after the value.
+    Pattern("residence_move_noun", r"{OWN} (?:big |recent |whole )?(?:move|relocation)(?: back)?"
+            r"(?: from [^,;]+?)? to {V}(?<=\w) (?:went|was|is (?:done|over|finished|complete)|has been|happened)\b",
+            "attribute", 0.80, _named("residence", False)),
     Pattern("residence_lease", r"{S}{A}{PERF} (?:just )?signed (?:a|the) lease (?:on|for) {AN}"
             r"(?:new )?(?:flat|apartment|house|place|home) in {V}", "attribute", 0.80, _named("residence", False)),
     Pattern("residence_home", r"{P} (?:new )?(?:apartment|flat|house|home|place) (?:is )?in {V}", "attribute", 0.80,
@@ -390,9 +397,10 @@ PATTERNS: tuple[Pattern, ...] = (
 def compiled(subject: Subject) -> tuple[tuple[re.Pattern[str], Pattern], ...]:
     out = []
     for p in PATTERNS:
-        src = (p.template.replace("{S}", subject.s).replace("{BE}", subject.be).replace("{HAVE}", subject.have)
-               .replace("{P}", subject.poss).replace("{A}", _A).replace("{PERF}", _PERF).replace("{V}", _V)
-               .replace("{AN}", _AN))  # fmt: skip
+        own = r"\b(?:my|our|the)" if subject == Subject.user() else subject.poss
+        src = (p.template.replace("{OWN}", own).replace("{S}", subject.s).replace("{BE}", subject.be)
+               .replace("{HAVE}", subject.have).replace("{P}", subject.poss).replace("{A}", _A)
+               .replace("{PERF}", _PERF).replace("{V}", _V).replace("{AN}", _AN))  # fmt: skip
         flags = 0 if p.name == "relation_inv" else re.IGNORECASE
         out.append((re.compile(src, flags), p))
     return tuple(out)

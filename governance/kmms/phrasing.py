@@ -13,7 +13,7 @@ import re
 
 # key (or key prefix before "_") -> how people ask about it
 CUES: dict[str, str] = {
-    "residence": "where I live, my home, the city I live in",
+    "residence": "where I live, my home, the city I live in, where I am based",
     "employer": "where I work, the company I work for, my job",
     "job_title": "my job title, my role, what I do for work",
     "preferred": "what I prefer, my preference",

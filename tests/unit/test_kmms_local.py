@@ -36,6 +36,8 @@ def facts(sentence: str, entity: str = "user") -> list[tuple[str, str, str]]:
         ("I moved to Porto last March.", [("residence", "Porto", "attribute")]),
         ("I moved from Lisbon to Porto.", [("residence", "Porto", "attribute")]),
         ("We relocated to Berlin last year.", [("residence", "Berlin", "attribute")]),
+        ("Anyway, the move from Cape Town to Krakow went fine.", [("residence", "Krakow", "attribute")]),
+        ("Our move to Porto is done.", [("residence", "Porto", "attribute")]),
         ("My new apartment in Lisbon is tiny.", [("residence", "Lisbon", "attribute")]),
         ("I'm based in New York.", [("residence", "New York", "attribute")]),
         ("I work at Acme.", [("employer", "Acme", "attribute")]),
@@ -132,6 +134,9 @@ def test_pronoun_after_the_named_sentence() -> None:
         "I want to learn Rust.",
         "I could work at Acme.",
         "Unless I move to Berlin, my dog Rex stays here.",
+        "The move to Berlin might happen next year.",
+        "If the move to Berlin goes ahead, I'll tell you.",
+        "We talked about the move to the cloud.",
     ],
 )
 def test_negations_and_hypotheticals_give_nothing(sentence: str) -> None:
