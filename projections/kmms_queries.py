@@ -200,7 +200,9 @@ class SearchParams:
 
 
 def _hit_from_node(n: NodeRow, now: int, current_query: bool, newer_evidence: bool = False) -> MemoryHit:
-    superseded = n.status == "SUPERSEDED"
+    # Superseded as of ``now`` (the question's as_of): a node superseded later was the current one then, and
+    # neither its status nor what superseded it may show (no future leaks), nor cost it confidence.
+    superseded = n.status == "SUPERSEDED" and (n.valid_until is None or n.valid_until <= now)
     s = strength_at(n.strength, n.last_verified or n.logged_at, now)
     evidence = len(set(n.source_ids))
     signals = NodeSignals(n.layer, n.similarity, evidence, n.last_verified, s, superseded, newer_evidence)
@@ -208,9 +210,11 @@ def _hit_from_node(n: NodeRow, now: int, current_query: bool, newer_evidence: bo
     return MemoryHit(layer=n.layer, node_id=n.node_id, score=round(n.fused, 6), similarity=round(n.similarity, 4),
                      confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
                      modifiers=[(name, d) for name, d in c.modifiers], text=n.content, valid_from=n.valid_from,
-                     valid_until=n.valid_until, status=n.status, entity=n.entity, topic=n.topic,
+                     valid_until=n.valid_until if superseded else None,
+                     status="SUPERSEDED" if superseded else "CURRENT", entity=n.entity, topic=n.topic,
                      fact_key=n.fact_key, fact_value=n.fact_value, version=n.version, supersedes=n.supersedes,
-                     superseded_by=n.superseded_by, source_ids=list(n.source_ids), logged_at=n.logged_at)  # fmt: skip
+                     superseded_by=n.superseded_by if superseded else None, source_ids=list(n.source_ids),
+                     logged_at=n.logged_at)  # fmt: skip
 
 
 def _hit_from_unit(u: UnitHit, now: int) -> MemoryHit:

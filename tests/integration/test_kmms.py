@@ -102,6 +102,11 @@ def test_current_evolution_and_point_in_time(person: MemoryClient) -> None:
     assert then.temporal_intent == "POINT_IN_TIME"
     facts = [h for h in then.hits if h.layer == 2 and h.fact_key == "residence"]
     assert facts and all("Lisbon" in (h.fact_value or "") for h in facts)
+    # Asked on April 10, before the move (April 20): Lisbon was current then, and the move must not show in it.
+    before = person.search("Where do I live?", k=5, as_of="2026-04-10T00:00:00Z")
+    facts = [h for h in before.hits if h.layer == 2 and h.fact_key == "residence"]
+    assert facts and all("Lisbon" in (h.fact_value or "") for h in facts)
+    assert all(h.status == "CURRENT" and h.superseded_by is None and h.valid_until is None for h in facts)
 
 
 def test_answers_come_with_confidence_hedging_and_evidence(person: MemoryClient) -> None:
@@ -255,4 +260,6 @@ def test_no_result_is_from_after_as_of(person: MemoryClient, day: int, query: st
     when = datetime.fromtimestamp(as_of / 1000, UTC)
     res = person.search(query, k=10, as_of=when)
     assert _leaks(res, when) == []
-    assert all(h.valid_until is None or h.valid_until > when or h.status == "SUPERSEDED" for h in res.hits)
+    # A supersession after as_of is the future: a hit superseded then is shown as it was, current.
+    assert all(h.valid_until is None or h.valid_until <= when for h in res.hits)
+    assert all(h.superseded_by is None for h in res.hits if h.status == "CURRENT")
