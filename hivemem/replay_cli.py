@@ -37,6 +37,8 @@ def run_replay(settings: Settings, only: str | None, console: Console) -> int:
             # Plain prints: one digest a line, never wrapped, easy to compare or grep.
             print(f"{name}: {result.records} records replayed; live digest {result.live_digest}")
             print(f"{name}: rebuilt digest {result.rebuilt_digest} ({'equal' if result.equal else 'DIFFERENT'})")
+            moved = ", ".join(result.moved) or "none (every table already held the rebuilt rows)"
+            print(f"{name}: tables replaced: {moved}; {result.timings()}")
             if not result.equal:
                 print(result.describe())
             ok = ok and result.equal

@@ -28,6 +28,8 @@ def test_replay_digest_equals_live(stack: Stack, env: dict[str, str]) -> None:
         rebuilt = [ln for ln in out.stdout.splitlines() if ln.startswith(f"{name}: rebuilt digest")]
         assert live and rebuilt
         assert live[0].split()[-1] == rebuilt[0].split()[3]
+        # Equal digests: the live tables hold the rebuilt rows already, and stay as they are.
+        assert f"{name}: tables replaced: none" in out.stdout
     unknown = subprocess.run([sys.executable, "-m", "hivemem.cli", "replay", "--projection", "nope"], env=env,
                              capture_output=True, text=True, timeout=60)  # fmt: skip
     assert unknown.returncode == 2 and "UNKNOWN_PROJECTION" in unknown.stdout
