@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -54,10 +55,12 @@ SMALL_BATCH = 64  # up to this many rows: one multi-row INSERT; more: COPY throu
 
 
 def copy_insert(cur: psycopg.Cursor[tuple[object, ...]], schema: str, table: str, cols: str,
-                rows: list[tuple[object, ...]]) -> None:  # fmt: skip
+                rows: list[tuple[object, ...]], types: Sequence[str] | None = None) -> None:  # fmt: skip
     """Insert rows that are new (``ON CONFLICT DO NOTHING``), in one statement for a small batch or
     by COPY for a large one: either is an order of magnitude faster than one INSERT per row. Columns
-    left out take their defaults (e.g. ``projected_at``).
+    left out take their defaults (e.g. ``projected_at``). ``types`` (Postgres type names, one a column):
+    always COPY, in the binary format (a vector as pgvector's binary form, not 384 floats as text;
+    ``vector_copy.binary_types`` registers the vector type first).
 
     A large batch is copied straight into the table, in a savepoint. Only a row already stored (a
     re-delivered copy) can make that fail; then the batch goes through a session-local table and one
@@ -66,15 +69,15 @@ def copy_insert(cur: psycopg.Cursor[tuple[object, ...]], schema: str, table: str
     every batch: 12.7 tuples inserted per vote in ``bench governance``, of which 3.6 were staging."""
     if not rows:
         return
-    if len(rows) <= SMALL_BATCH:
+    if len(rows) <= SMALL_BATCH and types is None:
         one = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
         cur.execute(f"INSERT INTO {schema}.{table} ({cols}) VALUES {', '.join([one] * len(rows))} "
                     "ON CONFLICT DO NOTHING", [v for row in rows for v in row])  # fmt: skip
         return
+    fmt = "" if types is None else " (FORMAT BINARY)"
     try:
-        with cur.connection.transaction(), cur.copy(f"COPY {schema}.{table} ({cols}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+        with cur.connection.transaction(), cur.copy(f"COPY {schema}.{table} ({cols}) FROM STDIN{fmt}") as copy:
+            _write(copy, rows, types)
         return
     except psycopg.errors.UniqueViolation:
         pass  # rolled back to the savepoint: staged below, where copies are skipped
@@ -82,7 +85,13 @@ def copy_insert(cur: psycopg.Cursor[tuple[object, ...]], schema: str, table: str
     # Created again after a rolled-back batch took it away; emptied of the previous batch.
     cur.execute(f"CREATE TEMP TABLE IF NOT EXISTS {tmp} AS SELECT {cols} FROM {schema}.{table} WITH NO DATA")
     cur.execute(f"TRUNCATE {tmp}")
-    with cur.copy(f"COPY {tmp} ({cols}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
+    with cur.copy(f"COPY {tmp} ({cols}) FROM STDIN{fmt}") as copy:
+        _write(copy, rows, types)
     cur.execute(f"INSERT INTO {schema}.{table} ({cols}) SELECT {cols} FROM {tmp} ON CONFLICT DO NOTHING")
+
+
+def _write(copy: psycopg.Copy, rows: list[tuple[object, ...]], types: Sequence[str] | None) -> None:
+    if types is not None:
+        copy.set_types(list(types))
+    for row in rows:
+        copy.write_row(row)

@@ -34,10 +34,10 @@ from contracts.kmms_vectors import VectorRecord, decode_vector_record
 from contracts.positions import LogPosition, PositionError
 from contracts.topics import TopicNames
 from governance.kmms.units import is_sentence
-from projections.read_models import DigestTable, schema_ddl, tenant_table
+from projections.read_models import DigestTable, copy_insert, schema_ddl, tenant_table
 from projections.read_models.caml import index_name as caml_index_name
 from projections.read_models.kmms_events import EP_COLUMNS, NODE_COLUMNS, fold_events
-from projections.read_models.vector_copy import copy_vectors
+from projections.read_models.vector_copy import binary_types
 from streams.records import LogRecord
 
 Cur = psycopg.Cursor[tuple[object, ...]]
@@ -241,7 +241,7 @@ class KmmsProjection:
             rows.append((e.unit_id, e.model, e.tenant, e.claw_id, e.scope, kind, e.vector,
                          None if cause is None else cause.partition, None if cause is None else cause.offset,
                          e.voice))  # fmt: skip
-        copy_vectors(cur, s, "kmms_vectors", _VECTOR_COLUMNS, _VECTOR_TYPES, rows)
+        copy_insert(cur, s, "kmms_vectors", ", ".join(_VECTOR_COLUMNS), rows, binary_types(cur, _VECTOR_TYPES))
 
 
 _VECTOR_COLUMNS = ("unit_id", "model", "tenant", "claw_id", "scope", "kind", "embedding", "cause_partition",
