@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 from contracts.kmms_records import KmmsEvent, KmmsNode, decode_kmms
 from contracts.topics import TopicNames
 from governance.kmms.consolidation import ConsolidationEngine, Consolidator, Emitted, ScopeState
-from governance.kmms.values import EpisodeText
+from governance.kmms.values import USER_ENTITY, EpisodeText
 from processors.kmms_core import kmms_event_id, kmms_out
 from streams.offsets import Conn
 from streams.processor import Failure
@@ -106,7 +106,8 @@ class KmmsConsolidatorProcessor:
             elif ev.enrichment is not None:
                 en = ev.enrichment
                 source = str(rec.position)
-                emitted = self.engine.enriched(st, en.episode_id, en.primary_entity, en.primary_topic, source)
+                owner = any(x.name == USER_ENTITY for x in en.entities)
+                emitted = self.engine.enriched(st, en.episode_id, en.primary_entity, en.primary_topic, source, owner)
                 outs += [kmms_out(self.names, self._event(ev, source, i, x)) for i, x in enumerate(emitted)]
         self.store.save(states)
         return outs

@@ -292,7 +292,7 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
         answer = l4[0] if l4 else (node_hits[0] if node_hits else None)
     # What ranked the rounds (their similarity less their voice's adjustment) says whether anything in memory is
     # about the question: a user's question close to it in form is not (docs/kmms.md, "Abstention").
-    best_sim = max([u.voiced for u in ranked] + [h.similarity for h in node_hits], default=0.0)
+    best_sim = max([u.voiced for u in ranked] + [h.similarity for h in node_hits if h.layer != 3], default=0.0)
     abstained = answer is None or (best_sim < sp.abstain_below and not terms)
     confidence = 0.0 if answer is None else answer.confidence
     if abstained and answer is not None:

@@ -6,8 +6,10 @@ the log — so a replay folds the events and never calls a model again.
 
 Rules:
 - L4->L3: an (entity, topic) pair is consolidated when ``batch`` (default 3, seed §4.2) of its
-  episodes are waiting. They are grouped by ISO week of their event time (X-18: default window
-  = week); a window that already has a summary gets a merged new version that SUPERSEDES it.
+  episodes are waiting (an episode in which the owner speaks of themself also waits in the owner's
+  pair of its topic when its entity is another: ``enriched``). They are grouped by ISO week of their
+  event time (X-18: default window = week); a window that already has a summary gets a merged new
+  version that SUPERSEDES it.
 - L3->L2: each extracted fact is matched on (entity, key). The same value reinforces the current
   node (strength +0.1, capped); a new key creates version 1; a different value is a contradiction,
   classified by the back-end (direct / temporal / contextual) and resolved by X-16: temporal ->
@@ -34,7 +36,7 @@ from pydantic import BaseModel, Field
 from governance.kmms.abstraction import l1_action
 from governance.kmms.contradiction import resolve
 from governance.kmms.strength import reinforce
-from governance.kmms.values import ContradictionClass, EpisodeText, ExtractedFact, Summary
+from governance.kmms.values import USER_ENTITY, ContradictionClass, EpisodeText, ExtractedFact, Summary
 
 _NS = uuid.UUID("a3c9e4f2-1b6d-4e8a-9f70-5d2c8b1e4a63")
 DEFAULT_BATCH = 3
@@ -142,21 +144,33 @@ class ConsolidationEngine:
     def stored(self, st: ScopeState, episode: EpisodeText) -> None:
         st.texts[episode.episode_id] = episode
 
-    def enriched(self, st: ScopeState, episode_id: str, entity: str, topic: str, source: str) -> list[Emitted]:
-        """An episode was tagged (entity, topic); consolidate the pair once ``batch`` are waiting."""
+    def enriched(self, st: ScopeState, episode_id: str, entity: str, topic: str, source: str,
+                 owner: bool = False) -> list[Emitted]:  # fmt: skip
+        """An episode was tagged (entity, topic); consolidate the pair once ``batch`` are waiting. ``owner``: the
+        owner speaks of themself in it (its enrichment lists the owner among its entities). An episode whose
+        entity is another then also joins the owner's pair of the topic: an owner says things about their own
+        life in passing ("the move from Prague to Melbourne went fine", in a chat about keyboards whose entity
+        is Prague), and read only with that entity's episodes they would never be the owner's facts."""
         if episode_id not in st.texts:
             return []  # not stored here (e.g. erased); nothing to consolidate
+        pairs = [(entity, topic)] + ([(USER_ENTITY, topic)] if owner and entity != USER_ENTITY else [])
+        for about, t in pairs:  # queued in every pair first: consolidating one must not drop the episode's text
+            waiting = st.pending.setdefault(f"{about}|{t}", [])
+            if episode_id not in waiting:
+                waiting.append(episode_id)
+        ids = _Ids(source)  # one counter for every pair: their nodes' ids never collide
+        out: list[Emitted] = []
+        for about, t in pairs:
+            if len(st.pending[f"{about}|{t}"]) >= self.batch:
+                out += self._consolidate(st, ids, about, t)
+        return out
+
+    def _consolidate(self, st: ScopeState, ids: _Ids, entity: str, topic: str) -> list[Emitted]:
         pair = f"{entity}|{topic}"
-        waiting = st.pending.setdefault(pair, [])
-        if episode_id not in waiting:
-            waiting.append(episode_id)
-        if len(waiting) < self.batch:
-            return []
         episodes = sorted(
-            (st.texts[e] for e in waiting if e in st.texts), key=lambda e: (e.occurred_at_ms, e.episode_id)
+            (st.texts[e] for e in st.pending[pair] if e in st.texts), key=lambda e: (e.occurred_at_ms, e.episode_id)
         )
         del st.pending[pair]
-        ids = _Ids(source)
         out: list[Emitted] = []
         changed: dict[str, bool] = {}  # entity -> one of its values was superseded
         by_window: dict[str, list[EpisodeText]] = {}

@@ -231,6 +231,26 @@ def test_history_through_the_engine_supersedes() -> None:
                        "preferred_language": "Rust for data pipelines"}  # fmt: skip
 
 
+@pytest.mark.parametrize("owner", [True, False])
+def test_an_owner_change_said_in_passing_reaches_the_owner_facts(owner: bool) -> None:
+    """An episode tagged with another entity (the enricher's primary: a place) but in which the owner speaks of
+    themself also waits in the owner's pair of its topic; without the owner flag it does not."""
+    engine, st = ConsolidationEngine(LocalConsolidator(), batch=3), ScopeState()
+    episodes = [(ep("a", "2026-03-02", "user: I live in Prague and I love it."), "user"),
+                (ep("b", "2026-03-03", "user: I bought a keyboard for my desk at home."), "user"),
+                (ep("c", "2026-03-04", "user: By the way, the move from Prague to Melbourne went fine. "
+                                       "Should I get a mechanical keyboard?"), "Prague"),
+                (ep("d", "2026-03-05", "user: I need a new desk lamp too."), "user")]  # fmt: skip
+    out = []
+    for e, entity in episodes:
+        engine.stored(st, e)
+        out += engine.enriched(st, e.episode_id, entity, "shopping", e.episode_id, owner=owner)
+    ids = [x.node.node_id for x in out if x.node is not None]
+    assert len(ids) == len(set(ids))  # two pairs consolidated by one input never share an id
+    current = {k: v[-1].value for k, v in st.facts.items()}
+    assert current.get("user|residence") == ("Melbourne" if owner else "Prague")
+
+
 @pytest.mark.parametrize(
     ("key", "old", "new", "old_quote", "new_quote", "expected"),
     [
