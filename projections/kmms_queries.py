@@ -291,7 +291,8 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     if answer is None:  # no layer sufficient: the deepest evidence found answers, hedged by its score
         answer = l4[0] if l4 else (node_hits[0] if node_hits else None)
     # What ranked the rounds (their similarity less their voice's adjustment) says whether anything in memory is
-    # about the question: a user's question close to it in form is not (docs/kmms.md, "Abstention").
+    # about the question: a user's question close to it in form is not (docs/kmms.md, "Abstention"). An L3
+    # summary does not count: one of the owner's episodes is close to any question about the owner.
     best_sim = max([u.voiced for u in ranked] + [h.similarity for h in node_hits if h.layer != 3], default=0.0)
     abstained = answer is None or (best_sim < sp.abstain_below and not terms)
     confidence = 0.0 if answer is None else answer.confidence
