@@ -161,7 +161,7 @@ def test_a_large_memorys_full_text_selects_by_its_rarer_lexemes(person: MemoryCl
         monkeypatch.setattr(kmms_search, "_common", {said: (time.monotonic(), frozenset(common))})
         pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=1,
                                    open=False)  # fmt: skip
-        await pool.open()
+        await pool.open(wait=True)  # its first connection ready: whether it has one to spare is then not a race
         try:
             async with tenant_tx(pool, "mem-b") as conn:
                 p = {"t": "mem-b", "c": CLAW, "s": "ana", "text": query, "start": -(2**62), "bound": 2**62,
@@ -212,7 +212,7 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
         calls.clear()
         pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1,
                                    max_size=max_size, open=False)  # fmt: skip
-        await pool.open()
+        await pool.open(wait=True)  # its first connection ready: whether it has one to spare is then not a race
         try:
             async with tenant_tx(pool, "mem-b") as conn:
                 where = "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"
