@@ -132,9 +132,14 @@ def failures_apart(conn: Conn, live: str, rebuilt: str) -> tuple[tuple[str, ...]
     return only(a, b), only(b, a)
 
 
-def differences(conn: Conn, projection: Projection, live: str, rebuilt: str) -> tuple[TableDifference, ...]:
-    """The tables whose rows differ between two schemas, each with a sample of the rows of each side."""
-    a, b = table_digests(conn, projection, live), table_digests(conn, projection, rebuilt)
+Digests = dict[str, str]  # table -> its digest (``table_digests``)
+
+
+def differences(conn: Conn, projection: Projection, live: str, rebuilt: str,
+                digests: tuple[Digests, Digests] | None = None) -> tuple[TableDifference, ...]:  # fmt: skip
+    """The tables whose rows differ between two schemas, each with a sample of the rows of each side. ``digests``:
+    the two schemas' ``table_digests`` when the caller has them already (else they are computed)."""
+    a, b = digests or (table_digests(conn, projection, live), table_digests(conn, projection, rebuilt))
     out = []
     for t in projection.tables:
         if a[t.table] == b[t.table]:
@@ -187,7 +192,7 @@ def _swap(conn: psycopg.Connection[tuple[object, ...]], projection: Projection, 
             live = table_digests(conn, projection, projection.name)
             rebuilt = shadow_digests.result()
         clock.lap("digests")
-        found = differences(conn, projection, projection.name, shadow) if rebuilt != live else ()
+        found = differences(conn, projection, projection.name, shadow, (live, rebuilt)) if rebuilt != live else ()
         failed = failures_apart(conn, projection.name, shadow_consumer) if found else ((), ())
         moved = [t for t in projection.tables if live[t.table] != rebuilt[t.table]]
         if moved:
