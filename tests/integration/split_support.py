@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from deploy.kafka_local import free_port
 from hivemem.settings import Settings, write_default_config
 from hivemem.stack import ServiceProcess, Stack
 from streams.records import OUT_HEADER, LogRecord
+from tests.conftest import wait_until
 
 
 @contextmanager
@@ -47,6 +48,16 @@ def assigned(stack: Stack, service: str, owner: str) -> list[tuple[str, int]]:
     if not lines or f"{owner}: assigned" not in lines[-1]:
         return []
     return sorted((t, int(p)) for t, p in re.findall(r"\('([^']+)', (\d+)\)", lines[-1]))
+
+
+def wait_split(stack: Stack, predicate: Callable[[], object], what: str, timeout: float = 120.0,
+               detail: Callable[[], str] | None = None) -> None:  # fmt: skip
+    """``wait_until`` (1 s polls) for a split stack; a timeout also says ``detail()`` then and what the services
+    were doing (their logs' last lines): the instances' state is gone with the stack once the test fails."""
+    try:
+        wait_until(predicate, timeout=timeout, interval=1, what=what)
+    except AssertionError as e:
+        raise AssertionError(f"{e}{'; ' + detail() if detail else ''}\n{log_tails(stack)}") from None
 
 
 def log_tails(stack: Stack, lines: int = 15) -> str:

@@ -27,7 +27,7 @@ from projections.replay import rebuild
 from streams.kafka import read_topics
 from streams.records import OUT_HEADER
 from tests.conftest import wait_until
-from tests.integration.split_support import assigned, log_tails, sender, split_stack
+from tests.integration.split_support import assigned, sender, split_stack, wait_split
 from tests.integration.support import client, count
 
 pytestmark = pytest.mark.integration
@@ -114,11 +114,8 @@ def test_kmp_kstar_and_clam_split_over_instances_and_survive_a_sigkill(split: St
             for x in writers:
                 assert x.flush(60) == 0
             # Both instances of each at work before one dies: each has sent outputs of some of these inputs.
-            try:
-                wait_until(lambda: not _idle(split), timeout=120, interval=1,
-                           what="both instances of each processor at work")  # fmt: skip
-            except AssertionError as e:  # say which, and what the services were doing
-                raise AssertionError(f"{e}; idle: {_idle(split)}\n{log_tails(split)}") from None
+            wait_split(split, lambda: not _idle(split), "both instances of each processor at work",
+                       detail=lambda: f"idle: {_idle(split)}")  # fmt: skip
             killer.start()
             assert killed.wait(10)
         if i % 30 == 0:

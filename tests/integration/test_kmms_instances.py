@@ -24,7 +24,7 @@ from hivemem.stack import Stack
 from projections.replay import rebuild
 from streams.kafka import read_topics
 from tests.conftest import wait_until
-from tests.integration.split_support import assigned, sender, split_stack
+from tests.integration.split_support import assigned, sender, split_stack, wait_split
 from tests.integration.support import client, count
 
 pytestmark = pytest.mark.integration
@@ -83,6 +83,7 @@ def test_two_kmms_replicas_split_embedding_and_enrichment_and_survive_a_sigkill(
 
     killer = threading.Thread(target=kill_and_restart, daemon=True)
     t0 = 1_767_225_600_000  # 2026-01-01
+    wanted = {f"{p}@{n}" for p in (WRITE_PATH, ENRICHER, embedder) for n in (0, 1)}  # every replica at work
     for i in range(N):
         c = claws[i % len(claws)]
         text = f"Note {tag}-{i}: I repotted the {('basil', 'monstera', 'lemon tree')[i % 3]} on day {i}."
@@ -97,9 +98,8 @@ def test_two_kmms_replicas_split_embedding_and_enrichment_and_survive_a_sigkill(
             for x in claws:
                 assert x.flush(60) == 0
             # Both replicas at work before one dies: each has stored, enriched and embedded some of these episodes.
-            wait_until(lambda: _senders(split, tag) >= {f"{p}@{i}" for p in (WRITE_PATH, ENRICHER, embedder)
-                                                        for i in (0, 1)}, timeout=120, interval=1,
-                       what="both replicas storing, enriching and embedding")  # fmt: skip
+            wait_split(split, lambda: _senders(split, tag) >= wanted, "both replicas storing, enriching and embedding",
+                       detail=lambda: f"not yet: {sorted(wanted - _senders(split, tag))}")  # fmt: skip
             killer.start()
             assert killed.wait(10)
         if i % 10 == 0:
