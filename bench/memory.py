@@ -128,7 +128,7 @@ def sdk_search(mem: Any, q: Question, k: int, mode: str,
         return by_episode.get(eid) if eid else None
 
     hits = tuple(RankedHit(session_of(h), _dt(h.occurred_at), _dt(h.valid_from), h.fact_value, int(h.layer),
-                           str(h.status)) for h in res.hits)  # fmt: skip
+                           str(h.status), float(h.similarity), str(h.text)[:160]) for h in res.hits)  # fmt: skip
     server = getattr(res, "latency_ms", None)
     return Retrieval(hits, float(res.confidence), bool(res.abstained)), None if server is None else float(server)
 
@@ -341,7 +341,8 @@ def dump(path: Path, corpus: Corpus, run: ModeRun) -> None:
     with path.open("a", encoding="utf-8") as f:
         for q, res in zip(corpus.questions, run.results, strict=False):
             hits = [] if res is None else [{"layer": h.layer, "session": h.session_id, "value": h.fact_value,
-                                             "status": h.status} for h in res.hits]  # fmt: skip
+                                             "status": h.status, "similarity": h.similarity, "text": h.text}
+                                            for h in res.hits]  # fmt: skip
             f.write(
                 json.dumps(
                     {

@@ -48,6 +48,8 @@ class RankedHit:
     fact_value: str | None = None
     layer: int = 4
     status: str = "CURRENT"
+    similarity: float = 0.0  # for --dump only
+    text: str = ""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from governance.kmms.strength import is_forgotten, strength_at
 from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
 from governance.kmms.voice import addressee
+from projections.kmms_drill import drill_facts
 from projections.kmms_rerank import RECENCY, best_units, newest_first, outdated_facts
 from projections.kmms_search import (
     SAID_TEXT,
@@ -261,11 +262,19 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
             keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))
             chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)
             nodes = [*chains, *(n for n in nodes if n.layer != 2)]
-        ranked = best_units(units, RECENCY if current_query else 0.0)[: sp.k]
+        every = best_units(units, RECENCY if current_query else 0.0)
+        ranked = every[: sp.k]
         outdated: dict[str, int] = {}  # fact node id -> the index in ranked of a later hit on its topic
         if intent.kind == "CURRENT":
             ranked, pairs = await newest_first(conn, m, sp.model, ranked)
             outdated = await outdated_facts(conn, m, ranked, pairs, nodes)
+        # The question's best facts bring the episodes they were read from (L2 -> L4); a fact a later hit may
+        # have changed does not.
+        later = {f: ranked[j].episode_id for f, j in outdated.items()}
+        ranked = (await drill_facts(conn, m, [*ranked, *every[sp.k:]], [n for n in nodes if n.node_id not in later],
+                                    intent.kind, as_of, sp.vector, sp.model, voices))[: sp.k]  # fmt: skip
+        at = {u.episode_id: i for i, u in enumerate(ranked)}
+        outdated = {f: at.get(e, len(ranked) - 1) for f, e in later.items()}
     eval_at = as_of
     node_hits = [_hit_from_node(n, eval_at, current_query, n.node_id in outdated) for n in nodes
                  if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))

@@ -1,0 +1,94 @@
+"""The drill from the question's best facts to their episodes (``governance.kmms.drill``), in SQL: which
+episodes a fact was read from (its sources, or an L3 summary's sources), those of the version linked to it,
+and each episode's best round for the question, bounded in time like the first stage."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import Any
+
+from governance.kmms.drill import FactCandidate, evidence_order, facts_to_drill, merge_drilled
+from governance.kmms.fusion import RRF_K
+from projections.kmms_search import _FAMILY, _VOICED, Conn, Memory, NodeRow, UnitHit, _vec
+
+# A fact drills when its similarity to the question is at least this (> 1: off); docs/kmms.md, "Retrieval". On
+# bench memory the facts that answer a question sit at 0.27-0.65, others up to 0.37: 0.50 changed nothing.
+DRILL_SIMILARITY = float(os.environ.get("HIVEMEM_KMMS_DRILL", "0.35"))
+DRILL_FACTS = 2  # at most this many facts drill
+DRILL_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_DRILL_WEIGHT", "1.0"))  # as a reciprocal-rank list; vectors: 1.0
+
+
+async def _episodes_of(conn: Conn, tenant: str, facts: list[str], links: list[str],
+                       as_of: int) -> dict[str, list[str]]:  # fmt: skip
+    """Each node's episodes: its sources, an L3 summary among them standing for the summary's own sources. Of
+    the ``links``, only versions logged by ``as_of``: one written later may not steer the ranking."""
+    cur = await conn.execute(
+        "SELECT f.node_id, src.id, l3.source_ids FROM kmms.kmms_nodes f CROSS JOIN LATERAL unnest(f.source_ids) "
+        "WITH ORDINALITY AS src(id, i) LEFT JOIN kmms.kmms_nodes l3 ON l3.tenant = f.tenant AND l3.node_id = src.id "
+        "WHERE f.tenant = %(t)s AND (f.node_id = ANY(%(facts)s) OR (f.node_id = ANY(%(links)s) "
+        "AND f.logged_at <= %(as_of)s)) ORDER BY f.node_id, src.i",
+        {"t": tenant, "facts": facts, "links": links, "as_of": as_of},
+    )
+    rows: list[Any] = await cur.fetchall()
+    out: dict[str, list[str]] = {}
+    for node, source, below in rows:
+        out.setdefault(str(node), []).extend([str(x) for x in below] if below else [str(source)])
+    return out
+
+
+async def _best_units(conn: Conn, p: dict[str, Any], episodes: list[str]) -> dict[str, UnitHit]:
+    """Each episode's best round for the question (by its best vector less its voice's adjustment), within the
+    memory, its thread and ``p["bound"]``; the episodes' own time picks their rounds from the scope index."""
+    sims = (f"(SELECT ARRAY[max(1 - (v.embedding <=> %(q)s::vector)), max(1 - (v.embedding <=> %(q)s::vector) - "
+            f"{_VOICED.format(v='v')})] FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) "
+            "AND v.model = %(model)s AND v.tenant = u.tenant)")  # fmt: skip
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, x.s "
+        f"FROM kmms.kmms_episodes e JOIN kmms.kmms_units u ON u.tenant = e.tenant AND u.claw_id = e.claw_id "
+        f"AND u.scope = e.scope AND u.occurred_at = e.occurred_at AND u.episode_id = e.episode_id "
+        f"CROSS JOIN LATERAL (SELECT {sims} AS s) x WHERE e.tenant = %(t)s AND e.claw_id = %(c)s "
+        f"AND e.scope = %(s)s AND e.episode_id = ANY(%(eps)s) AND e.occurred_at <= %(bound)s "
+        f"AND (%(th)s::text IS NULL OR e.thread_id = %(th)s)",
+        {**p, "eps": episodes},
+    )
+    best: dict[str, UnitHit] = {}
+    for r in await cur.fetchall():
+        pair: Any = r[7]
+        raw, voiced = (float(x or 0.0) for x in pair) if pair else (0.0, 0.0)
+        hit = UnitHit(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), 0.0,
+                      raw, voiced)  # fmt: skip
+        old = best.get(hit.episode_id)
+        if old is None or (hit.voiced, old.unit_id) > (old.voiced, hit.unit_id):
+            best[hit.episode_id] = hit
+    return best
+
+
+async def drill_facts(conn: Conn, m: Memory, ranked: list[UnitHit], nodes: list[NodeRow], kind: str, as_of: int,
+                      vector: list[float] | None, model: str, voices: dict[str, float]) -> list[UnitHit]:  # fmt: skip
+    """``ranked`` (one best round per episode, in order) with the evidence of the question's best facts merged in
+    (``governance.kmms.drill``). ``kind`` is the temporal intent: on a question about the present a fact's
+    superseded version drills too, on one about a past moment the version that superseded it. A round's
+    similarity is read as the first stage reads it (``vector``, ``model``, the voices' adjustments); episodes
+    after ``as_of`` never join."""
+    if vector is None or DRILL_SIMILARITY > 1:
+        return ranked
+    chosen = facts_to_drill([FactCandidate(n.node_id, n.layer, n.fact_key, n.similarity) for n in nodes],
+                            DRILL_SIMILARITY, DRILL_FACTS)  # fmt: skip
+    if not chosen:
+        return ranked
+    by_id = {n.node_id: n for n in nodes}
+    link = {f: (by_id[f].supersedes if kind in ("CURRENT", "UNSPECIFIED") else
+                by_id[f].superseded_by if kind == "POINT_IN_TIME" else None) for f in chosen}  # fmt: skip
+    episodes = await _episodes_of(conn, m.tenant, chosen, [x for x in link.values() if x], as_of)
+    order = evidence_order([(episodes.get(f, []), episodes.get(link[f] or "", [])) for f in chosen])
+    have = {u.episode_id: u for u in ranked}
+    missing = [e for e in order if e not in have]
+    if missing:
+        p = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "th": m.thread_id, "model": model, "q": _vec(vector),
+             "bound": as_of, "v_asked": voices.get("asked", 0.0), "v_told": voices.get("told", 0.0),
+             "v_reply": voices.get("reply", 0.0)}  # fmt: skip
+        have |= await _best_units(conn, p, missing)
+    merged = merge_drilled([(u.episode_id, u.fused) for u in ranked], [e for e in order if e in have], RRF_K,
+                           DRILL_WEIGHT)  # fmt: skip
+    return [replace(have[e], fused=s) for e, s in merged]
