@@ -21,19 +21,25 @@ DRILL_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_DRILL_WEIGHT", "1.0"))  # as a
 
 async def _episodes_of(conn: Conn, tenant: str, facts: list[str], links: list[str],
                        as_of: int) -> dict[str, list[str]]:  # fmt: skip
-    """Each node's episodes: its sources, an L3 summary among them standing for the summary's own sources. Of
-    the ``links``, only versions logged by ``as_of``: one written later may not steer the ranking."""
+    """Each node's episodes: of its sources (an L3 summary among them standing for the summary's own), the one
+    its statement was read from, whose time the fact took as its event time. Of the ``links``, only versions
+    valid and told by ``as_of`` (the time filter of ``kmms_queries.node_filter``): a later one may not steer
+    the ranking."""
     cur = await conn.execute(
-        "SELECT f.node_id, src.id, l3.source_ids FROM kmms.kmms_nodes f CROSS JOIN LATERAL unnest(f.source_ids) "
-        "WITH ORDINALITY AS src(id, i) LEFT JOIN kmms.kmms_nodes l3 ON l3.tenant = f.tenant AND l3.node_id = src.id "
+        "SELECT f.node_id, e.episode_id FROM kmms.kmms_nodes f CROSS JOIN LATERAL unnest(f.source_ids) AS src(id) "
+        "LEFT JOIN kmms.kmms_nodes l3 ON l3.tenant = f.tenant AND l3.node_id = src.id "
+        "CROSS JOIN LATERAL unnest(coalesce(l3.source_ids, ARRAY[src.id])) AS ep(id) "
+        "JOIN kmms.kmms_episodes e ON e.tenant = f.tenant AND e.episode_id = ep.id "
         "WHERE f.tenant = %(t)s AND (f.node_id = ANY(%(facts)s) OR (f.node_id = ANY(%(links)s) "
-        "AND f.logged_at <= %(as_of)s)) ORDER BY f.node_id, src.i",
+        "AND f.valid_from <= %(as_of)s AND f.event_time <= %(as_of)s)) AND e.occurred_at = f.event_time "
+        "ORDER BY f.node_id, e.episode_id",
         {"t": tenant, "facts": facts, "links": links, "as_of": as_of},
     )
-    rows: list[Any] = await cur.fetchall()
     out: dict[str, list[str]] = {}
-    for node, source, below in rows:
-        out.setdefault(str(node), []).extend([str(x) for x in below] if below else [str(source)])
+    for node, episode in await cur.fetchall():
+        eps = out.setdefault(str(node), [])
+        if str(episode) not in eps:
+            eps.append(str(episode))
     return out
 
 
@@ -81,7 +87,12 @@ async def drill_facts(conn: Conn, m: Memory, ranked: list[UnitHit], nodes: list[
     link = {f: (by_id[f].supersedes if kind in ("CURRENT", "UNSPECIFIED") else
                 by_id[f].superseded_by if kind == "POINT_IN_TIME" else None) for f in chosen}  # fmt: skip
     episodes = await _episodes_of(conn, m.tenant, chosen, [x for x in link.values() if x], as_of)
-    order = evidence_order([(episodes.get(f, []), episodes.get(link[f] or "", [])) for f in chosen])
+    pairs = [(episodes.get(f, []), episodes.get(link[f] or "", [])) for f in chosen]
+    order = evidence_order(pairs)
+    after: dict[str, set[str]] = {}  # a linked version's episode comes after the fact's own
+    for own, linked in pairs:
+        for e in linked:
+            after.setdefault(e, set()).update(x for x in own if x != e)
     have = {u.episode_id: u for u in ranked}
     missing = [e for e in order if e not in have]
     if missing:
@@ -90,5 +101,5 @@ async def drill_facts(conn: Conn, m: Memory, ranked: list[UnitHit], nodes: list[
              "v_reply": voices.get("reply", 0.0)}  # fmt: skip
         have |= await _best_units(conn, p, missing)
     merged = merge_drilled([(u.episode_id, u.fused) for u in ranked], [e for e in order if e in have], RRF_K,
-                           DRILL_WEIGHT)  # fmt: skip
+                           DRILL_WEIGHT, after)  # fmt: skip
     return [replace(have[e], fused=s) for e, s in merged]

@@ -12,6 +12,8 @@ those of the version linked to it that tells the change: on a question about the
 superseded (where the value came from), on a question about a past moment the version that superseded it
 (where the value ended). Episodes are the caller's to bound in time (nothing after ``as_of``).
 
+On a question about the present, a superseded version's episodes never come before the current one's.
+
 Decisions: only L2 facts with a key drill (an L3 summary is about a topic, not an answer); a fact drills
 when its similarity to the question is at least ``min_similarity``; at most ``limit`` facts drill. The merge
 is stable: an episode that gains nothing keeps its place relative to the others, and one that moves is put
@@ -21,7 +23,7 @@ than its scores (a time window's episodes first) keeps that order for everything
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -50,11 +52,12 @@ def evidence_order(facts: Sequence[tuple[Sequence[str], Sequence[str]]]) -> list
     return out
 
 
-def merge_drilled(ranked: Sequence[tuple[str, float]], drilled: Sequence[str], k: int,
-                  weight: float) -> list[tuple[str, float]]:  # fmt: skip
+def merge_drilled(ranked: Sequence[tuple[str, float]], drilled: Sequence[str], k: int, weight: float,
+                  after: Mapping[str, Collection[str]] | None = None) -> list[tuple[str, float]]:  # fmt: skip
     """``ranked`` (episode id, score) with each drilled episode's score raised by ``weight / (k + rank)`` and
     the episode moved before the first one scoring less; a drilled episode not in ``ranked`` starts at 0.
-    Drilled episodes absent from the result's caller (e.g. outside its time bound) must not be passed."""
+    ``after`` maps a drilled episode to those it may not come before (a superseded version's episode after the
+    current one's): it is then put right after the last of them, with that one's score."""
     if k < 0 or weight < 0:
         raise ValueError("k and weight must be >= 0")
     gain = {e: weight / (k + r) for r, e in enumerate(dict.fromkeys(drilled), start=1)}
@@ -65,4 +68,11 @@ def merge_drilled(ranked: Sequence[tuple[str, float]], drilled: Sequence[str], k
         score = base.get(e, 0.0) + g
         at = next((i for i, (_, s) in enumerate(out) if s < score), len(out))
         out.insert(at, (e, score))
+    for e, firsts in (after or {}).items():
+        ids = [x for x, _ in out]
+        if e not in ids or not (before := [ids.index(f) for f in firsts if f in ids and f != e]):
+            continue
+        if ids.index(e) < (last := max(before)):
+            entry = out.pop(ids.index(e))
+            out.insert(last, (entry[0], out[last - 1][1]))
     return out

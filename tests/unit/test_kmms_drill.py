@@ -73,3 +73,16 @@ def test_the_merge_is_a_stable_permutation_with_the_gains(ranked: list[tuple[str
         assert dict(out)[e] == pytest.approx(base.get(e, 0.0) + weight / (60 + r))
     kept = [e for e, _ in ranked if e not in drilled]
     assert [e for e in ids if e in kept] == kept
+
+
+def test_an_episode_that_must_follow_others_is_put_right_after_the_last_of_them() -> None:
+    # The superseded value's episode "old" gains more than the current one's "new", and still follows it.
+    ranked = [("a", 0.030), ("old", 0.020), ("b", 0.012)]
+    out = merge_drilled(ranked, ["new", "old"], k=60, weight=1.0, after={"old": {"new"}})
+    assert [e for e, _ in out] == ["a", "new", "old", "b"]
+    assert dict(out)["old"] == dict(out)["new"] == pytest.approx(1 / 61)
+    # Already after it, or following an episode that is not there: nothing moves.
+    same = merge_drilled([("new", 0.05), ("old", 0.01)], ["new", "old"], k=60, weight=1.0, after={"old": {"new"}})
+    assert [e for e, _ in same] == ["new", "old"]
+    alone = merge_drilled(ranked, ["old"], k=60, weight=1.0, after={"old": {"gone"}})
+    assert [e for e, _ in alone] == ["old", "a", "b"]

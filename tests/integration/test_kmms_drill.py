@@ -1,0 +1,123 @@
+"""The drill from a fact to its episodes (governance.kmms.drill, projections.kmms_drill) on the real read
+model: HTTP -> gate -> kmms processors -> Postgres, then the drill's SQL in process. A residence told in
+passing (Lisbon), then changed (Porto): the current fact brings its episode and the superseded version's;
+the old fact, asked about the past, brings its own and the one that ended it; nothing after ``as_of`` joins,
+and a version logged after ``as_of`` steers nothing. Over HTTP, a question about the present finds both."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+from hivemem.stack import Stack
+from producers.memory_client import Hit, MemoryClient
+from projections.kmms_search import NODE_COLUMNS, Memory, NodeRow, UnitHit, node_of
+from tests.conftest import wait_until
+from tests.integration.kmms_support import chat, memory
+
+pytestmark = pytest.mark.integration
+
+CLAW = f"drill-{uuid.uuid4().hex[:6]}"
+HISTORY = [  # (date, what the user said, the assistant's reply)
+    ("2026-01-10", "What's a good substitute for eggs in pancakes? Anyway, I live in Lisbon, near the river.",
+     "A mashed banana or a spoon of yoghurt works well."),
+    ("2026-01-25", "My flat in Lisbon has a tiny balcony where I grow basil. How often should I water it?",
+     "When the top of the soil is dry, usually every two days in summer."),
+    ("2026-02-02", "How long should I rest pizza dough?", "At least an hour, or overnight in the fridge."),
+    ("2026-02-14", "I cooked a mushroom risotto for my friends. Can I freeze the leftovers?",
+     "Yes, for up to three months in an airtight box."),
+    ("2026-03-20", "Which herbs go with roast potatoes? By the way, I moved to Porto last week.",
+     "Rosemary and thyme are the classics."),
+    ("2026-04-05", "The new apartment in Porto is bigger. Which plants suit a north-facing window?",
+     "Ferns, pothos and snake plants do well in low light."),
+    ("2026-04-12", "What's a quick weeknight pasta?", "Garlic, chili and olive oil: ready in fifteen minutes."),
+]  # fmt: skip
+
+
+def _ms(day: str) -> int:
+    return int(datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp() * 1000)
+
+
+@pytest.fixture(scope="module")
+def mover(stack: Stack) -> tuple[MemoryClient, list[str]]:
+    mem = memory(stack, "mem-b", claw=CLAW, user_id="rui")
+    ids = [mem.add(chat(said, reply), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
+           for i, (day, said, reply) in enumerate(HISTORY)]  # fmt: skip
+    wait_until(lambda: len(_residences(mem)) == 2, timeout=120, interval=0.5, what="the two residence versions")
+    mem.wait_indexed(ids, timeout_s=120)
+    return mem, ids
+
+
+def _residences(mem: MemoryClient) -> list[Hit]:
+    return [f for f in mem.facts(key="residence", history=True) if f.layer == 2]
+
+
+def _drill(stack: Stack, node_ids: list[str], ranked: list[UnitHit], kind: str, as_of: str) -> list[UnitHit]:
+    from projections import kmms_drill
+    from projections.queries import tenant_tx
+
+    settings = stack.settings
+
+    async def run() -> list[UnitHit]:
+        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=1,
+                                   open=False)  # fmt: skip
+        await pool.open(wait=True)
+        try:
+            async with tenant_tx(pool, "mem-b") as conn:
+                cur = await conn.execute(f"SELECT {NODE_COLUMNS} FROM kmms.kmms_nodes n WHERE n.tenant = 'mem-b' "
+                                         "AND n.node_id = ANY(%s)", (node_ids,))  # fmt: skip
+                rows = {str(r[0]): r for r in await cur.fetchall()}
+                cur = await conn.execute("SELECT model, embedding::text FROM kmms.kmms_vectors WHERE "
+                                         "tenant = 'mem-b' AND unit_id = %s", (node_ids[0],))  # fmt: skip
+                model, vector = (await cur.fetchall())[0]
+                # The fact's own vector as the question's: similarity 1, so it drills.
+                nodes: list[NodeRow] = [node_of(rows[n], similarity=1.0) for n in node_ids]
+                floats = [float(x) for x in str(vector).strip("[]").split(",")]
+                return await kmms_drill.drill_facts(conn, Memory("mem-b", CLAW, "rui"), ranked, nodes, kind,
+                                                    _ms(as_of), floats, str(model), {})  # fmt: skip
+        finally:
+            await pool.close()
+
+    return asyncio.run(run())
+
+
+def test_the_current_fact_brings_its_episode_then_the_superseded_versions(
+    stack: Stack, mover: tuple[MemoryClient, list[str]]
+) -> None:
+    mem, ids = mover
+    porto = next(f for f in _residences(mem) if "Porto" in (f.fact_value or ""))
+    drilled = _drill(stack, [porto.node_id], [], "CURRENT", "2026-05-01")
+    assert [u.episode_id for u in drilled] == [ids[4], ids[0]]
+    assert all(u.unit_id.startswith(f"{u.episode_id}#") and u.fused > 0 for u in drilled)
+    # Already ranked, the old value's episode gains more than the new one's, and still comes after it.
+    other = UnitHit(f"{ids[6]}#0", ids[6], "s-6", "", "pasta", _ms("2026-04-12"), 0, 0.02, 0.3, 0.3)
+    old = UnitHit(f"{ids[0]}#0", ids[0], "s-0", "", "eggs", _ms("2026-01-10"), 0, 0.01, 0.2, 0.2)
+    moved = _drill(stack, [porto.node_id], [other, old], "CURRENT", "2026-05-01")
+    assert [u.episode_id for u in moved] == [other.episode_id, ids[4], ids[0]]
+    assert moved[1].fused > 1 / 62 and moved[2].fused == moved[1].fused
+
+
+def test_the_old_fact_asked_about_the_past_brings_the_episode_that_ended_it(
+    stack: Stack, mover: tuple[MemoryClient, list[str]]
+) -> None:
+    mem, ids = mover
+    lisbon = next(f for f in _residences(mem) if "Lisbon" in (f.fact_value or ""))
+    assert lisbon.superseded_by is not None
+    assert [u.episode_id for u in _drill(stack, [lisbon.node_id], [], "POINT_IN_TIME", "2026-05-01")] == [
+        ids[0], ids[4]]  # fmt: skip
+    # Asked before the move: the episode after as_of never joins; a window's question drills no version.
+    assert [u.episode_id for u in _drill(stack, [lisbon.node_id], [], "POINT_IN_TIME", "2026-03-01")] == [ids[0]]
+    assert [u.episode_id for u in _drill(stack, [lisbon.node_id], [], "WINDOW", "2026-05-01")] == [ids[0]]
+
+
+def test_a_search_about_the_present_finds_the_move_and_where_it_came_from(
+    mover: tuple[MemoryClient, list[str]],
+) -> None:
+    mem, _ = mover
+    res = mem.search("Which city am I based in these days?", k=3, as_of="2026-05-01T00:00:00Z")
+    sessions = [h.session_id for h in res.hits if h.layer == 4]
+    assert sessions[0] in ("s-4", "s-5") and "s-0" in sessions  # Porto first; Lisbon, where it came from, too
