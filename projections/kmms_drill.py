@@ -19,55 +19,47 @@ DRILL_FACTS = 2  # at most this many facts drill
 DRILL_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_DRILL_WEIGHT", "1.0"))  # as a reciprocal-rank list; vectors: 1.0
 
 
-async def _episodes_of(conn: Conn, tenant: str, facts: list[str], links: list[str],
-                       as_of: int) -> dict[str, list[str]]:  # fmt: skip
-    """Each node's episodes: of its sources (an L3 summary among them standing for the summary's own), the one
-    its statement was read from, whose time the fact took as its event time. Of the ``links``, only versions
-    valid and told by ``as_of`` (the time filter of ``kmms_queries.node_filter``): a later one may not steer
-    the ranking."""
-    cur = await conn.execute(
-        "SELECT f.node_id, e.episode_id FROM kmms.kmms_nodes f CROSS JOIN LATERAL unnest(f.source_ids) AS src(id) "
+async def _evidence(conn: Conn, p: dict[str, Any]) -> tuple[dict[str, list[str]], dict[str, UnitHit]]:
+    """One statement: each node's episodes, and each episode's best round for the question.
+
+    A node's episodes: of its sources (an L3 summary among them standing for the summary's own), the one its
+    statement was read from, whose time the fact took as its event time. Of the linked versions
+    (``p["links"]``), only those valid and told by ``as_of`` (the time filter of ``kmms_queries.node_filter``):
+    a later one may not steer the ranking. Episodes keep to the memory, its thread and ``as_of``. A round is
+    judged by its best vector less its voice's adjustment, as in the first stage; the episodes' own time picks
+    their rounds from the scope index."""
+    sims = (f"(SELECT ARRAY[max(1 - (v.embedding <=> %(q)s::vector)), max(1 - (v.embedding <=> %(q)s::vector) - "
+            f"{_VOICED.format(v='v')})] FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) "
+            "AND v.model = %(model)s AND v.tenant = u.tenant)")  # fmt: skip
+    cur = await conn.execute(  # type: ignore[arg-type]
+        "WITH d AS MATERIALIZED (SELECT DISTINCT f.node_id, e.episode_id, e.occurred_at FROM kmms.kmms_nodes f "
+        "CROSS JOIN LATERAL unnest(f.source_ids) AS src(id) "
         "LEFT JOIN kmms.kmms_nodes l3 ON l3.tenant = f.tenant AND l3.node_id = src.id "
         "CROSS JOIN LATERAL unnest(coalesce(l3.source_ids, ARRAY[src.id])) AS ep(id) "
         "JOIN kmms.kmms_episodes e ON e.tenant = f.tenant AND e.episode_id = ep.id "
         "WHERE f.tenant = %(t)s AND (f.node_id = ANY(%(facts)s) OR (f.node_id = ANY(%(links)s) "
         "AND f.valid_from <= %(as_of)s AND f.event_time <= %(as_of)s)) AND e.occurred_at = f.event_time "
-        "ORDER BY f.node_id, e.episode_id",
-        {"t": tenant, "facts": facts, "links": links, "as_of": as_of},
+        "AND e.claw_id = %(c)s AND e.scope = %(s)s AND e.occurred_at <= %(as_of)s "
+        "AND (%(th)s::text IS NULL OR e.thread_id = %(th)s)) "
+        "SELECT d.node_id, u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
+        f"{sims} FROM d JOIN kmms.kmms_units u ON u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s "
+        "AND u.occurred_at = d.occurred_at AND u.episode_id = d.episode_id ORDER BY d.node_id, u.episode_id",
+        p,
     )
-    out: dict[str, list[str]] = {}
-    for node, episode in await cur.fetchall():
-        eps = out.setdefault(str(node), [])
-        if str(episode) not in eps:
-            eps.append(str(episode))
-    return out
-
-
-async def _best_units(conn: Conn, p: dict[str, Any], episodes: list[str]) -> dict[str, UnitHit]:
-    """Each episode's best round for the question (by its best vector less its voice's adjustment), within the
-    memory, its thread and ``p["bound"]``; the episodes' own time picks their rounds from the scope index."""
-    sims = (f"(SELECT ARRAY[max(1 - (v.embedding <=> %(q)s::vector)), max(1 - (v.embedding <=> %(q)s::vector) - "
-            f"{_VOICED.format(v='v')})] FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) "
-            "AND v.model = %(model)s AND v.tenant = u.tenant)")  # fmt: skip
-    cur = await conn.execute(  # type: ignore[arg-type]
-        f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, x.s "
-        f"FROM kmms.kmms_episodes e JOIN kmms.kmms_units u ON u.tenant = e.tenant AND u.claw_id = e.claw_id "
-        f"AND u.scope = e.scope AND u.occurred_at = e.occurred_at AND u.episode_id = e.episode_id "
-        f"CROSS JOIN LATERAL (SELECT {sims} AS s) x WHERE e.tenant = %(t)s AND e.claw_id = %(c)s "
-        f"AND e.scope = %(s)s AND e.episode_id = ANY(%(eps)s) AND e.occurred_at <= %(bound)s "
-        f"AND (%(th)s::text IS NULL OR e.thread_id = %(th)s)",
-        {**p, "eps": episodes},
-    )
+    episodes: dict[str, list[str]] = {}
     best: dict[str, UnitHit] = {}
     for r in await cur.fetchall():
-        pair: Any = r[7]
+        pair: Any = r[8]
         raw, voiced = (float(x or 0.0) for x in pair) if pair else (0.0, 0.0)
-        hit = UnitHit(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), 0.0,
+        hit = UnitHit(str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]), int(str(r[6])), int(str(r[7])), 0.0,
                       raw, voiced)  # fmt: skip
+        eps = episodes.setdefault(str(r[0]), [])
+        if hit.episode_id not in eps:
+            eps.append(hit.episode_id)
         old = best.get(hit.episode_id)
         if old is None or (hit.voiced, old.unit_id) > (old.voiced, hit.unit_id):
             best[hit.episode_id] = hit
-    return best
+    return episodes, best
 
 
 async def drill_facts(conn: Conn, m: Memory, ranked: list[UnitHit], nodes: list[NodeRow], kind: str, as_of: int,
@@ -86,20 +78,17 @@ async def drill_facts(conn: Conn, m: Memory, ranked: list[UnitHit], nodes: list[
     by_id = {n.node_id: n for n in nodes}
     link = {f: (by_id[f].supersedes if kind in ("CURRENT", "UNSPECIFIED") else
                 by_id[f].superseded_by if kind == "POINT_IN_TIME" else None) for f in chosen}  # fmt: skip
-    episodes = await _episodes_of(conn, m.tenant, chosen, [x for x in link.values() if x], as_of)
+    p = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "th": m.thread_id, "model": model, "q": _vec(vector),
+         "as_of": as_of, "facts": chosen, "links": [x for x in link.values() if x], "v_asked": voices.get("asked", 0.0),
+         "v_told": voices.get("told", 0.0), "v_reply": voices.get("reply", 0.0)}  # fmt: skip
+    episodes, best = await _evidence(conn, p)
     pairs = [(episodes.get(f, []), episodes.get(link[f] or "", [])) for f in chosen]
     order = evidence_order(pairs)
     after: dict[str, set[str]] = {}  # a linked version's episode comes after the fact's own
     for own, linked in pairs:
         for e in linked:
             after.setdefault(e, set()).update(x for x in own if x != e)
-    have = {u.episode_id: u for u in ranked}
-    missing = [e for e in order if e not in have]
-    if missing:
-        p = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "th": m.thread_id, "model": model, "q": _vec(vector),
-             "bound": as_of, "v_asked": voices.get("asked", 0.0), "v_told": voices.get("told", 0.0),
-             "v_reply": voices.get("reply", 0.0)}  # fmt: skip
-        have |= await _best_units(conn, p, missing)
+    have = best | {u.episode_id: u for u in ranked}  # an episode ranked already keeps its round and score
     merged = merge_drilled([(u.episode_id, u.fused) for u in ranked], [e for e in order if e in have], RRF_K,
                            DRILL_WEIGHT, after)  # fmt: skip
     return [replace(have[e], fused=s) for e, s in merged]
