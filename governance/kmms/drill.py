@@ -1,11 +1,12 @@
 """The drill from a matched fact down to its evidence (seed 000 §3: L2 -> L4), as a ranking rule.
 
-A fact of L2 is read from a few episodes, often from a remark made in passing ("Anyway, I always get my
-flat white at Morning Ritual"). The question it answers ("Where do I like to get my coffee?") may sit far
-from that remark in vector space while sitting close to the fact ("user favourite café is Morning
-Ritual"). So when the question matches a fact well, the fact's episodes are its evidence: they join the
-first stage's episode ranking as one more reciprocal-rank list (``weight / (k + rank)`` added to an
-episode's score, as ``governance.kmms.fusion.rrf`` would), and each takes the place its new score earns.
+An L2 fact is an answer in a few words, with the episode it was read from as its evidence and a chain of
+versions. The first stage ranks episodes by their rounds alone: the round a fact was read from may rank below
+rounds that only sound like the question, and the episode of the version it replaced ("I live in Lisbon",
+before "I moved to Porto") may not rank at all, as it names the old value, not what the question asks. So
+when the question matches a fact well, the fact's episodes are its evidence: they join the first stage's
+episode ranking as one more reciprocal-rank list (``weight / (k + rank)`` added to an episode's score, as
+``governance.kmms.fusion.rrf`` would), and each takes the place its new score earns.
 
 Which episodes, in which order: for each drilled fact (best first), the episodes it was read from, then
 those of the version linked to it that tells the change: on a question about the present the version it
