@@ -33,7 +33,7 @@ from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
 from governance.kmms.voice import addressee
 from projections.kmms_drill import drill_facts
-from projections.kmms_rerank import RECENCY, best_units, newest_first, outdated_facts
+from projections.kmms_rerank import RECENCY, best_units, newest_first, outdated_facts, window_first
 from projections.kmms_search import (
     SAID_TEXT,
     VOICE,
@@ -246,11 +246,10 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
         voices, said = VOICE.adjustments(sp.query), addressee(sp.query) == "user" and SAID_TEXT
         units = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, bound, start, 4 * sp.k + 20,
                                       pool, voices, said)  # fmt: skip
-        if start is not None or bound < as_of:  # the window's units first, then the rest of time: a loose
-            seen = {u.unit_id for u in units}  # or misread date phrase must not cost the evidence
+        if start is not None or bound < as_of:  # the window's units, then the rest of time's
             rest = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, as_of, None, 4 * sp.k + 20,
                                          voices=voices, said=said)  # fmt: skip
-            units += [u for u in rest if u.unit_id not in seen]
+            units = window_first(units, rest)
         flt, params = node_filter(intent, as_of)
         nodes = await node_candidates(conn, m, sp.vector, sp.model, text, sp.mode, flt, params, 3 * sp.k)
         if not nodes and intent.kind == "CURRENT":  # only superseded content matches

@@ -18,6 +18,24 @@ SAME_TOPIC = float(os.environ.get("HIVEMEM_KMMS_SAME_TOPIC", "0.45"))
 FACT_TOPIC = float(os.environ.get("HIVEMEM_KMMS_FACT_TOPIC", "0.30"))
 
 
+# A round from outside a question's time window this much more similar than the window's best comes first.
+WINDOW_MARGIN = float(os.environ.get("HIVEMEM_KMMS_WINDOW_MARGIN", "0.15"))
+
+
+def window_first(window: list[UnitHit], rest: list[UnitHit], margin: float = WINDOW_MARGIN) -> list[UnitHit]:
+    """A time window's rounds first, then the rest of time's (a loose or misread date phrase must not cost the
+    evidence). A round of the rest whose voice-adjusted similarity beats the window's best by ``margin`` comes
+    before them: "What sport was I doing in June?" is answered by the April round that set it ("my main sport
+    is rowing"), not by June's small talk; of two rounds about as close ("we saw Hozier" in May and in
+    June), the window's keeps its place. ``margin`` > 1: off."""
+    seen = {u.unit_id for u in window}
+    rest = [u for u in rest if u.unit_id not in seen]
+    if not window or margin > 1:
+        return [*window, *rest]
+    bar = max(u.voiced for u in window) + margin
+    return [*(u for u in rest if u.voiced >= bar), *window, *(u for u in rest if u.voiced < bar)]
+
+
 def best_units(units: list[UnitHit], recency: float = 0.0) -> list[UnitHit]:
     """Each episode's best unit, ranked (the episode's place is its best unit's)."""
     best: dict[str, UnitHit] = {}

@@ -1,0 +1,51 @@
+"""A state asked about in a month, end to end (HTTP -> gate -> kmms processors -> read model -> search): "What
+sport was I doing in June?" reads as a time window (an event verb, "was I doing"), whose rounds come first;
+the April round that set the state is clearly closer to the question than June's small talk, so it comes
+before them (projections.kmms_rerank.window_first)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from hivemem.stack import Stack
+from producers.memory_client import MemoryClient
+from tests.integration.kmms_support import chat, memory
+
+pytestmark = pytest.mark.integration
+
+HISTORY = [  # (date, what the user said, the assistant's reply)
+    ("2026-04-02", "How long does a stew keep in the fridge? Anyway, my main sport is rowing, I go three times a "
+     "week.", "Three to four days in the fridge."),
+    ("2026-06-05", "What should I pack for a trip in August?", "Light layers and a rain jacket."),
+    ("2026-06-12", "Is it okay to train on consecutive days?", "Yes, if you alternate hard and easy sessions."),
+    ("2026-06-20", "Which neighbourhood is nice to stay in?", "The old town, for atmosphere."),
+    ("2026-06-27", "Any day trips worth doing from there?", "A coastal town an hour away."),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rower(stack: Stack) -> MemoryClient:
+    mem = memory(stack, "mem-b", claw=f"window-{uuid.uuid4().hex[:6]}", user_id="ines")
+    ids = [mem.add(chat(said, reply), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
+           for i, (day, said, reply) in enumerate(HISTORY)]  # fmt: skip
+    mem.wait_indexed(ids, timeout_s=120)
+    return mem
+
+
+def test_the_round_that_set_the_state_comes_before_the_months_small_talk(rower: MemoryClient) -> None:
+    res = rower.search("What sport was I doing in June?", k=5, as_of="2026-08-18T00:00:00Z")
+    assert res.temporal_intent == "WINDOW"
+    sessions = [h.session_id for h in res.hits if h.layer == 4]
+    assert sessions[0] == "s-0", sessions
+    assert set(sessions[1:]) <= {"s-1", "s-2", "s-3", "s-4"}
+
+
+def test_a_window_with_a_round_as_close_keeps_its_own_first(rower: MemoryClient) -> None:
+    # June's training question is about as close to a question about training as April's rowing: no round
+    # outside the window beats June's best by the margin, so June's rounds keep the first places.
+    res = rower.search("How did I train in June?", k=5, as_of="2026-08-18T00:00:00Z")
+    assert res.temporal_intent == "WINDOW"
+    sessions = [h.session_id for h in res.hits if h.layer == 4]
+    assert sessions[0] != "s-0", sessions
