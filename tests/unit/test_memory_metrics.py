@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -177,7 +178,8 @@ class _FakeMemory:
         ranked = sorted(((len(q & w), sid, t) for sid, t, w in self.episodes.values() if mode == "vector" or t <= at),
                         reverse=True)[:k]  # fmt: skip
         hits = [SimpleNamespace(session_id=sid, occurred_at=t, valid_from=None, fact_value=None, layer=4,
-                                status="CURRENT") for _, sid, t in ranked]  # fmt: skip
+                                status="CURRENT", similarity=n / max(len(q), 1), text=sid)
+                for n, sid, t in ranked]  # fmt: skip
         return SimpleNamespace(hits=hits, confidence=0.9, abstained=False, latency_ms=1.0)
 
     def close(self) -> None:
@@ -202,9 +204,13 @@ def test_harness_runs_end_to_end_on_a_fake_memory(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(bm, "timed_replay", fake_replay)
     out = tmp_path / "memory.txt"
-    argv = ["--users", "2", "--modes", "text,vector", "--probes", "3", "--out", str(out)]
+    dump = tmp_path / "dump.jsonl"
+    argv = ["--users", "2", "--modes", "text,vector", "--probes", "3", "--out", str(out), "--dump", str(dump)]
     assert bm.main(argv) == 0
     text = out.read_text()
+    lines = [json.loads(line) for line in dump.read_text().splitlines()]
+    assert {x["mode"] for x in lines} == {"text", "vector"}  # each hit as ranked, with what ranked it
+    assert any(h["similarity"] > 0 and h["text"] == h["session"] for x in lines for h in x["hits"])
     assert "2 users, 80 sessions" in text and "L4 write latency, 3 held-back sessions" in text
     assert "mode text" in text and "mode vector" in text and "point-in-time" in text
     assert "L0 lookup" in text and "p50 0.20 ms" in text  # the routing step's latency, one per question
