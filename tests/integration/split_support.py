@@ -57,7 +57,26 @@ def wait_split(stack: Stack, predicate: Callable[[], object], what: str, timeout
     try:
         wait_until(predicate, timeout=timeout, interval=1, what=what)
     except AssertionError as e:
-        raise AssertionError(f"{e}{'; ' + detail() if detail else ''}\n{log_tails(stack)}") from None
+        raise AssertionError(f"{e}{'; ' + detail() if detail else ''}\n{loops(stack)}\n{log_tails(stack)}") from None
+
+
+def loops(stack: Stack) -> str:
+    """Each processor loop's last report (``hivemem.processor_progress``), its stored input offsets and its
+    outbox's unsent rows: where a stuck instance stands (read as the owner; empty if Postgres is gone)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(stack.settings.require_database(), autocommit=True, connect_timeout=5) as conn:
+            progress = conn.execute("SELECT processor, state, detail, heartbeat_at, last_batch_at, lag, records "
+                                    "FROM hivemem.processor_progress ORDER BY processor").fetchall()  # fmt: skip
+            offsets = conn.execute("SELECT consumer, topic, partition, next_offset FROM hivemem.projection_offsets "
+                                   "ORDER BY 1, 2, 3").fetchall()  # fmt: skip
+            unsent = conn.execute("SELECT processor, count(*) FROM hivemem.outbox GROUP BY 1 ORDER BY 1").fetchall()
+    except Exception as e:  # a diagnostic must not hide the failure it explains
+        return f"--- loops: unreadable ({type(e).__name__}: {e})"
+    return "\n".join(["--- loops (processor, state, detail, heartbeat, last batch, lag, records)",
+                      *(str(r) for r in progress), "--- stored offsets", *(str(r) for r in offsets),
+                      "--- unsent outbox rows", *(str(r) for r in unsent)])  # fmt: skip
 
 
 def log_tails(stack: Stack, lines: int = 15) -> str:

@@ -51,6 +51,14 @@ def _embedder(stack: Stack) -> str:
     return next(w.split("@")[0] for w in log.split() if w.startswith("kmms-embedder-") and "@" in w)
 
 
+def _partitions(stack: Stack, tag: str) -> str:
+    """Per KMMS topic partition: how many of this test's records it holds and who sent them."""
+    names = stack.settings.topics
+    recs = read_topics(stack.settings.require_kafka(), [names.kmms_events, names.kmms_embeddings])
+    mine = [r for r in recs if f"ep-{tag}-" in (r.key or b"").decode() + (r.value or b"").decode("latin-1")]
+    return str(sorted(Counter((r.topic.rsplit(".", 1)[-1], r.partition, sender(r)) for r in mine).items()))
+
+
 def _senders(stack: Stack, tag: str) -> set[str]:
     """Who sent this test's stored episodes, enrichments and vectors so far."""
     names = stack.settings.topics
@@ -99,7 +107,8 @@ def test_two_kmms_replicas_split_embedding_and_enrichment_and_survive_a_sigkill(
                 assert x.flush(60) == 0
             # Both replicas at work before one dies: each has stored, enriched and embedded some of these episodes.
             wait_split(split, lambda: _senders(split, tag) >= wanted, "both replicas storing, enriching and embedding",
-                       detail=lambda: f"not yet: {sorted(wanted - _senders(split, tag))}")  # fmt: skip
+                       detail=lambda: f"not yet: {sorted(wanted - _senders(split, tag))}; (topic, partition, "
+                                      f"sender): records {_partitions(split, tag)}")  # fmt: skip
             killer.start()
             assert killed.wait(10)
         if i % 10 == 0:
