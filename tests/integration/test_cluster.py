@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from contracts.avro import decode_envelope
@@ -144,8 +144,20 @@ def test_one_broker_of_three_sigkilled_mid_stream(cluster: Stack) -> None:
     for topic in names.all_topics():
         for p in md.topics[topic].partitions.values():
             assert len(set(p.replicas)) == REPLICATION_FACTOR, (topic, p.id)
-    for res, fut in admin.describe_configs([ConfigResource("topic", t) for t in names.all_topics()]).items():
-        assert fut.result()["min.insync.replicas"].value == str(MIN_INSYNC_REPLICAS), res
+
+    def min_insync() -> dict[str, str] | None:
+        # Each request goes to some broker, which may not know a topic yet though the one that answered
+        # list_topics did (UNKNOWN_TOPIC_OR_PART): asked again until every broker answers.
+        futures = admin.describe_configs([ConfigResource("topic", t) for t in names.all_topics()])
+        try:
+            return {res.name: fut.result()["min.insync.replicas"].value for res, fut in futures.items()}
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise
+            return None
+
+    configs = wait_until(min_insync, timeout=30, what="every topic's configuration")
+    assert configs == dict.fromkeys(names.all_topics(), str(MIN_INSYNC_REPLICAS))
 
     wait_until(lambda: _running(cluster), timeout=60, what="the processors running")
     # The node to kill: the metadata quorum's leader, which also leads some of the gate's
