@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import uuid
+import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from contracts.topics import DEFAULT_PARTITIONS
 from deploy.kafka_local import free_port
 from hivemem.settings import Settings, write_default_config
 from hivemem.stack import ServiceProcess, Stack
@@ -37,6 +41,18 @@ def split_stack(home: Path, tenants: tuple[str, ...], services: dict[str, tuple[
         yield st
     finally:
         st.stop()
+
+
+def spread_tag(families: Callable[[str], list[list[bytes]]], each: int = 2) -> str:
+    """A random test tag whose records' keys put, in each family of keys ``families(tag)`` (one per input
+    topic), at least ``each`` keys in every partition (crc32 of the key, as the gate and librdkafka's default
+    partitioner place them). A random tag alone left a partition without any of 12 keys in about one run of
+    130, and the instance holding that partition never got to work."""
+    while True:
+        tag = uuid.uuid4().hex[:6]
+        counts = [Counter(zlib.crc32(k) % DEFAULT_PARTITIONS for k in keys) for keys in families(tag)]
+        if all(c[p] >= each for c in counts for p in range(DEFAULT_PARTITIONS)):
+            return tag
 
 
 def assigned(stack: Stack, service: str, owner: str) -> list[tuple[str, int]]:

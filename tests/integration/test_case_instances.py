@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +26,7 @@ from projections.replay import rebuild
 from streams.kafka import read_topics
 from streams.records import OUT_HEADER
 from tests.conftest import wait_until
-from tests.integration.split_support import assigned, sender, split_stack, wait_split
+from tests.integration.split_support import assigned, sender, split_stack, spread_tag, wait_split
 from tests.integration.support import client, count
 
 pytestmark = pytest.mark.integration
@@ -38,7 +37,7 @@ T0 = 1_767_225_600_000
 PROCESSORS = {"kmp": "kmp-processor", "kstar": "kstar-processor", "clam": "clam-processor"}
 SERVICE = {"kmp": "kmp", "kstar": "kstar", "clam": "kstar"}  # the kstar service runs the clam processor too
 READ_MODELS = ("audit", "kmp", "kstar", "clam")
-WRITERS = 12  # claws: each writes its own KSTAR memory and has its own CLAM mind; 12 keys reach every partition
+WRITERS = 12  # claws: each writes its own KSTAR memory and has its own CLAM mind
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +89,10 @@ def test_kmp_kstar_and_clam_split_over_instances_and_survive_a_sigkill(split: St
     for p, name in PROCESSORS.items():
         wait_until(lambda p=p, name=name: all(assigned(split, f"{SERVICE[p]}-{i}", f"{name}@{i}") for i in (0, 1)),
                    timeout=120, interval=0.5, what=f"both {p} instances assigned partitions")  # fmt: skip
-    tag = uuid.uuid4().hex[:6]
+    # Each processor's keys (a case, a writer's memory, a writer's mind) reach every partition of its input.
+    tag = spread_tag(lambda t: [[f"{TENANT}/about:case-{t}-{k}".encode() for k in range(12)],
+                                [f"{TENANT}/kstar:split-{t}-{w}".encode() for w in range(WRITERS)],
+                                [f"{TENANT}/clam:split-{t}-{w}".encode() for w in range(WRITERS)]])  # fmt: skip
     writers = [client(split, f"split-{tag}-{i}", tenant=TENANT) for i in range(WRITERS)]
     plan = _plan(tag)
     killed = threading.Event()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ from hivemem.stack import Stack
 from projections.replay import rebuild
 from streams.kafka import read_topics
 from tests.conftest import wait_until
-from tests.integration.split_support import assigned, sender, split_stack, wait_split
+from tests.integration.split_support import assigned, sender, split_stack, spread_tag, wait_split
 from tests.integration.support import client, count
 
 pytestmark = pytest.mark.integration
@@ -75,8 +74,10 @@ def test_two_kmms_replicas_split_embedding_and_enrichment_and_survive_a_sigkill(
     wait_until(lambda: all(assigned(split, f"kmms-{i}", f"{embedder}@{i}") for i in (0, 1)), timeout=60,
                interval=0.5, what="both embedder instances assigned partitions")  # fmt: skip
 
-    tag = uuid.uuid4().hex[:6]
-    claws = [client(split, f"split-{tag}-{i}", tenant=TENANT) for i in range(12)]  # 24 memories, every partition
+    # The memories below (claw j with user j % 2; the gate and the write path place a memory by crc32 of
+    # tenant/claw/user) reach every partition, so every instance has work.
+    tag = spread_tag(lambda t: [[f"{TENANT}/split-{t}-{j}/u{j % 2}".encode() for j in range(12)]])
+    claws = [client(split, f"split-{tag}-{i}", tenant=TENANT) for i in range(12)]  # 12 memories, every partition
     killed, restarted = threading.Event(), threading.Event()
 
     def kill_and_restart() -> None:
