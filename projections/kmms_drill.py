@@ -10,7 +10,7 @@ from typing import Any
 
 from governance.kmms.drill import FactCandidate, evidence_order, facts_to_drill, merge_drilled
 from governance.kmms.fusion import RRF_K
-from projections.kmms_search import _FAMILY, _VOICED, Conn, Memory, NodeRow, UnitHit, _vec
+from projections.kmms_search import UNIT_SIMILARITIES, Conn, Memory, NodeRow, UnitHit, _vec, unit_hit
 
 # A fact drills when its similarity to the question is at least this (> 1: off); docs/kmms.md, "Retrieval". On
 # bench memory the facts that answer a question sit at 0.27-0.65, others up to 0.37: 0.50 changed nothing.
@@ -28,9 +28,6 @@ async def _evidence(conn: Conn, p: dict[str, Any]) -> tuple[dict[str, list[str]]
     a later one may not steer the ranking. Episodes keep to the memory, its thread and ``as_of``. A round is
     judged by its best vector less its voice's adjustment, as in the first stage; the episodes' own time picks
     their rounds from the scope index."""
-    sims = (f"(SELECT ARRAY[max(1 - (v.embedding <=> %(q)s::vector)), max(1 - (v.embedding <=> %(q)s::vector) - "
-            f"{_VOICED.format(v='v')})] FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) "
-            "AND v.model = %(model)s AND v.tenant = u.tenant)")  # fmt: skip
     cur = await conn.execute(  # type: ignore[arg-type]
         "WITH d AS MATERIALIZED (SELECT DISTINCT f.node_id, e.episode_id, e.occurred_at FROM kmms.kmms_nodes f "
         "CROSS JOIN LATERAL unnest(f.source_ids) AS src(id) "
@@ -42,17 +39,15 @@ async def _evidence(conn: Conn, p: dict[str, Any]) -> tuple[dict[str, list[str]]
         "AND e.claw_id = %(c)s AND e.scope = %(s)s AND e.occurred_at <= %(as_of)s "
         "AND (%(th)s::text IS NULL OR e.thread_id = %(th)s)) "
         "SELECT d.node_id, u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
-        f"{sims} FROM d JOIN kmms.kmms_units u ON u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s "
-        "AND u.occurred_at = d.occurred_at AND u.episode_id = d.episode_id ORDER BY d.node_id, u.episode_id",
+        f"{UNIT_SIMILARITIES} FROM d JOIN kmms.kmms_units u ON u.tenant = %(t)s AND u.claw_id = %(c)s "
+        "AND u.scope = %(s)s AND u.occurred_at = d.occurred_at AND u.episode_id = d.episode_id "
+        "ORDER BY d.node_id, u.episode_id",
         p,
     )
     episodes: dict[str, list[str]] = {}
     best: dict[str, UnitHit] = {}
     for r in await cur.fetchall():
-        pair: Any = r[8]
-        raw, voiced = (float(x or 0.0) for x in pair) if pair else (0.0, 0.0)
-        hit = UnitHit(str(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]), int(str(r[6])), int(str(r[7])), 0.0,
-                      raw, voiced)  # fmt: skip
+        hit = unit_hit(r[1:], 0.0)
         eps = episodes.setdefault(str(r[0]), [])
         if hit.episode_id not in eps:
             eps.append(hit.episode_id)

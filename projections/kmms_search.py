@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -44,6 +45,11 @@ Conn = AsyncConnection[tuple[object, ...]]
 # A vector's distance adjustment for its voice (governance/kmms/voice.py), from the query's parameters.
 _VOICED = ("CASE {v}.voice WHEN 'asked' THEN %(v_asked)s::float8 WHEN 'told' THEN %(v_told)s::float8 "
            "WHEN 'reply' THEN %(v_reply)s::float8 ELSE 0 END")  # fmt: skip
+# A unit's similarity to the query (SQL over ``u.``; parameters q, model and the voices'), as ARRAY[plain, less its
+# voice's adjustment]: its best vector's, its own or one of its sentences'.
+UNIT_SIMILARITIES = (f"(SELECT ARRAY[max(1 - (v.embedding <=> %(q)s::vector)), max(1 - (v.embedding <=> %(q)s::vector) "
+                     f"- {_VOICED.format(v='v')})] FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) "
+                     "AND v.model = %(model)s AND v.tenant = u.tenant)")  # fmt: skip
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
 _TSQ = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
 
@@ -118,12 +124,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     if not fused:
         return []
     p["ids"] = [u for u, _ in fused]
-    # The unit's similarity is its best vector's: its own or one of its sentences'.
-    best = f"v.unit_id = ANY({_FAMILY}) AND v.model = %(model)s AND v.tenant = u.tenant"
-    sims = (f"(SELECT ARRAY[max(1 - (v.embedding <=> %(q)s::vector)), max(1 - (v.embedding <=> %(q)s::vector) - "
-            f"{_VOICED.format(v='v')})] FROM kmms.kmms_vectors v WHERE {best})")  # fmt: skip
-    if "q" not in p:
-        sims = "NULL::float8[]"
+    sims = UNIT_SIMILARITIES if "q" in p else "NULL::float8[]"
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
         f"{sims} FROM kmms.kmms_units u WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
@@ -135,11 +136,17 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     for u in p["ids"]:
         if (r := rows.get(u)) is None:
             continue
-        pair: Any = r[7]
-        raw, voiced = (float(x or 0.0) for x in pair) if pair else (0.0, 0.0)
-        out.append(UnitHit(u, str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), score[u],
-                           raw, voiced))  # fmt: skip
+        out.append(unit_hit(r, score[u]))
     return out
+
+
+def unit_hit(r: Sequence[object], fused: float) -> UnitHit:
+    """A row of (unit_id, episode_id, session_id, thread_id, text, occurred_at, logged_at, ``UNIT_SIMILARITIES``)
+    as a hit with the ``fused`` score."""
+    pair: Any = r[7]
+    raw, voiced = (float(x or 0.0) for x in pair) if pair else (0.0, 0.0)
+    return UnitHit(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), fused, raw,
+                   voiced)  # fmt: skip
 
 
 # A large memory's full-text candidates are selected by its query's lexemes that fewer than this share of the
