@@ -12,7 +12,9 @@
   ``user`` first-person statements, for any other entity third-person ones about it ("John thinks ...", and
   "He ..." right after a sentence naming him). A fact whose key already has another value (in ``existing`` or
   earlier in the batch) is a contradiction; it also ``updates_existing`` when its sentence carries a change cue
-  (moved, switched, now, new, ...). The quote is the verbatim sentence.
+  (moved, switched, now, new, ...). A change that names only the value left ("forget Severance, I'm obsessed
+  with Fleabag now") updates whichever fact holds it, and gives nothing when none does. The quote is the
+  verbatim sentence.
 - classify: single-valued keys (residence, employer, job_title, favourite_*, a partner/manager/parent) are
   temporal when the new quote has a change cue or a date, contextual when the values' qualifiers differ ("for
   data pipelines", "at work", "on weekends"), else direct. Other keys: differing qualifiers -> contextual
@@ -192,6 +194,8 @@ class LocalConsolidator:
             for sentence, hits in sentence_facts(entity, text, ref_ms):
                 for h in hits:
                     key = replaced_key(h, current)
+                    if h.only_replacing and key == h.key:
+                        continue  # "forget X, I'm into Y now" with no fact holding X: nothing to change
                     if (key, norm(h.value), source_id) in seen:
                         continue
                     seen.add((key, norm(h.value), source_id))

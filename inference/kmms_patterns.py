@@ -109,6 +109,9 @@ class Hit:
     confidence: float
     change: bool  # the clause carries a change cue (moved, switched, now, new, ...)
     replaces: str | None = None  # the value the clause says was left ("switched from Python", "gave up rowing")
+    # A fact only as the change of a value already held (``replaces``): "forget Severance, I'm obsessed with
+    # Fleabag now" says what Fleabag is only through what Severance was.
+    only_replacing: bool = False
 
 
 @dataclass(frozen=True)
@@ -241,9 +244,22 @@ def _habit(m: re.Match[str], ref_ms: int) -> list[tuple[str, str]]:
     return _preference(m, ref_ms)
 
 
+# "my favourite show at the moment is X": the key is the show's, whatever the moment.
+_NOWADAYS = re.compile(r"\s+(?:at the moment|right now|these days|nowadays|now|currently|lately|for now|at present)"
+                       r"\s*$", re.IGNORECASE)  # fmt: skip
+# "obsessed with Fleabag now", "into tennis these days": the value without its time words.
+_NOW_TAIL = re.compile(r"\s+(?:now|right now|these days|nowadays|instead|lately|at the moment)\b.*$", re.IGNORECASE)
+
+
 def _favourite(m: re.Match[str], ref_ms: int) -> list[tuple[str, str]]:
-    v, k = phrase(m.group("v"), 6), slug(m.group("k"), 30)
+    v, k = phrase(m.group("v"), 6), slug(_NOWADAYS.sub("", m.group("k")), 30)
     return [("favourite_" + k, v)] if v and k else []
+
+
+def _replacing(m: re.Match[str], ref_ms: int) -> list[tuple[str, str]]:
+    text = _NOW_TAIL.sub("", m.group("v"))
+    v = proper(text, 5) or phrase(text, 4)
+    return [("likes_" + slug(v, 30), v)] if v and slug(v) else []
 
 
 def _likes(m: re.Match[str], ref_ms: int) -> list[tuple[str, str]]:
@@ -317,6 +333,10 @@ class Pattern:
     fact_type: FactType
     confidence: float
     build: Builder
+    # Matched over the whole sentence, across its clause boundaries ("forget X, I'm into Y now"); the guards read
+    # from the start of the clause the match starts in.
+    across: bool = False
+    only_replacing: bool = False  # its facts are only changes of a value held (``Hit.only_replacing``)
 
 
 PATTERNS: tuple[Pattern, ...] = (
@@ -368,6 +388,14 @@ PATTERNS: tuple[Pattern, ...] = (
             "preference", 0.85, _favourite),
     Pattern("favourite_inv", r"^(?P<v>[\w'’ -]{1,40}?) (?:is|are) {P} (?:new |all-time )?(?:favourite|favorite) "
             r"(?P<k>[\w -]{1,30})", "preference", 0.85, _favourite),
+    # "I've moved on to Fleabag, it's my new favourite show": the value, then what it is.
+    Pattern("favourite_moved_on", r"{S}{A}{PERF} (?:moved on to|switched to|got into|gotten into|fallen for|fell for) "
+            r"{V}, it['’]?s {P} (?:new )?(?:favourite|favorite|fav) (?P<k>[\w-]+(?: (?:for|of) [\w-]+)?)",
+            "preference", 0.85, _favourite, across=True),
+    # "forget Severance, I'm obsessed with Fleabag now": a change of whatever Severance was.
+    Pattern("forget_for", r"\bforget (?:about )?(?P<old>[^,;]+?), {BE}{A} (?:obsessed with|into|hooked on|"
+            r"all about|crazy about|addicted to|loving) {V}", "preference", 0.85, _replacing, across=True,
+            only_replacing=True),
     Pattern("likes", r"{S}{A} (?P<verb>love|loves|like|likes|enjoy|enjoys|hate|hates|dislike|dislikes|adore|adores) "
             r"{V}", "preference", 0.75, _likes),
     Pattern("relation", r"{P} (?:new |younger |older |little |big |best )?(?P<role>" + _ROLES + r")(?: is| , |, | )"
@@ -413,13 +441,19 @@ def facts_in(sentence: str, subject: Subject, ref_ms: int) -> list[Hit]:
         return []
     hits: list[Hit] = []
     seen: set[tuple[str, str]] = set()
-    for clause in _SPLIT_CLAUSE.split(body):
-        clause = clause[:MAX_CLAUSE]
-        change = CHANGE.search(clause) is not None
+    whole = body[:MAX_CLAUSE]
+    starts = [0, *(b.end() for b in _SPLIT_CLAUSE.finditer(whole))]  # where each clause of the sentence starts
+    texts = [(c[:MAX_CLAUSE], False) for c in _SPLIT_CLAUSE.split(body)] + [(whole, True)]
+    for text, across in texts:
+        change = CHANGE.search(text) is not None
         for rx, p in compiled(subject):
-            for m in rx.finditer(clause):
-                # the words just before the value: where a negation, hypothetical or hedge would be
-                cue = clause[max(0, m.start() - CUE_WINDOW) : m.start("v") if "v" in rx.groupindex else m.end()]
+            if p.across != across:
+                continue
+            for m in rx.finditer(text):
+                # the words just before the value: where a negation, hypothetical or hedge would be (for a match
+                # across clauses, from the start of the clause it starts in)
+                lo = max(s for s in starts if s <= m.start()) if across else max(0, m.start() - CUE_WINDOW)
+                cue = text[lo : m.start("v") if "v" in rx.groupindex else m.end()]
                 if _NEGATION.search(cue) or _HYPOTHETICAL.search(cue):
                     continue
                 conf = min(p.confidence, HEDGED) if _HEDGE.search(cue) else p.confidence
@@ -429,5 +463,5 @@ def facts_in(sentence: str, subject: Subject, ref_ms: int) -> list[Hit]:
                     seen.add((key, value))
                     left = m.groupdict().get("old")
                     hits.append(Hit(key, value[:500], p.fact_type, conf, change, _DATE_TAIL.sub("", left).strip()
-                                    if left else None))  # fmt: skip
+                                    if left else None, p.only_replacing))  # fmt: skip
     return hits

@@ -51,14 +51,20 @@ def sentence_voice(text: str) -> Voice:
 
 def unit_voice(said: str, *, conversation: bool, user_lines: bool) -> Voice:
     """A unit's own vector: ``said`` is the text embedded for it (``phrasing.embedding_text``). A piece of a
-    conversation without a user line is a ``reply``; a user's round of one sentence has that sentence's voice;
-    a round of several has none (its sentences carry theirs)."""
+    conversation without a user line is a ``reply``. A user's round of one sentence (of three words or more, as
+    ``units.sentences_of`` counts them; shorter ones add no vector of their own) has that sentence's voice
+    when its short sentences do not say otherwise: "Okay. How long until I see results?" is asked, "I started my
+    new job at Halcyon Health on Monday. Cool. Anything similar?" tells and asks, and has none. A round of
+    several has none (its sentences carry theirs)."""
     if not conversation:
         return ""
     if not user_lines:
         return "reply"
-    sentences = [s for s in _SENTENCE_END.split(said) if len(s.split()) >= 3]
-    return sentence_voice(said) if len(sentences) <= 1 else ""
+    parts = [s for s in _SENTENCE_END.split(said) if s.strip()]
+    if sum(len(s.split()) >= 3 for s in parts) > 1:
+        return ""
+    voices = {sentence_voice(s) for s in parts} - {""}
+    return voices.pop() if len(voices) == 1 else ""
 
 
 def addressee(question: str) -> Addressee:

@@ -353,6 +353,13 @@ def test_factory_picks_local_without_url_and_llm_with_it() -> None:
         ("I switched from Python to Rust.", {"favourite_language": "Python"},
          ("favourite_language", "Rust", "favourite_language")),
         ("I've given up rowing and switched to bouldering.", {}, ("preferred_bouldering", "bouldering", None)),
+        # across a clause boundary, and after an unrelated clause with a negation word in it
+        ("Not that it matters, but forget Severance, I'm obsessed with Fleabag now.", {"favourite_show": "Severance"},
+         ("favourite_show", "Fleabag", "favourite_show")),
+        ("Forget tennis, I'm into padel these days.", {"favourite_sport": "tennis"},
+         ("favourite_sport", "padel", "favourite_sport")),
+        ("I've moved on to Fleabag, it's my new favourite show.", {"favourite_show": "Severance"},
+         ("favourite_show", "Fleabag", "favourite_show")),
     ],
 )  # fmt: skip
 def test_a_change_updates_the_fact_that_held_the_old_value(said: str, existing: dict[str, str],
@@ -361,3 +368,21 @@ def test_a_change_updates_the_fact_that_held_the_old_value(said: str, existing: 
         "user", Summary("", ()), [ep("e1", "2026-03-02", "user: " + said)], existing
     )
     assert [(f.key, f.value, f.updates_existing) for f in out] == [expected]
+
+
+@pytest.mark.parametrize(("said", "existing"), [
+    ("Forget Severance, I'm obsessed with Fleabag now.", {"favourite_food": "sushi"}),  # no fact holds Severance
+    ("I'd say forget Severance, I'm into Andor now.", {"favourite_show": "Severance"}),  # hypothetical
+    ("If you ask me, forget Severance, I'm hooked on Andor.", {"favourite_show": "Severance"}),  # conditional
+])  # fmt: skip
+def test_a_change_naming_only_the_value_left_needs_a_fact_holding_it(said: str, existing: dict[str, str]) -> None:
+    out = LocalConsolidator().extract_facts("user", Summary("", ()), [ep("e1", "2026-03-02", "user: " + said)],
+                                            existing)  # fmt: skip
+    assert out == []
+
+
+def test_a_favourites_key_leaves_out_the_moment() -> None:
+    out = LocalConsolidator().extract_facts(
+        "user", Summary("", ()), [ep("e1", "2026-03-02", "user: My favourite show at the moment is Severance.")], {}
+    )
+    assert [(f.key, f.value) for f in out] == [("favourite_show", "Severance")]

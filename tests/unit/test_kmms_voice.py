@@ -26,6 +26,13 @@ def test_a_users_sentence_is_asked_told_or_neither(text: str, voice: str) -> Non
 def test_a_units_own_vector() -> None:
     assert unit_voice("How do I fix a squeaky door?", conversation=True, user_lines=True) == "asked"
     assert unit_voice("I ran the Oslo 10K on Sunday.", conversation=True, user_lines=True) == "told"
+    # One sentence of three words or more: its voice, unless a short one says otherwise (tells and asks: none).
+    assert unit_voice("I started my new job at Halcyon Health on Monday. Cool. Anything similar?",
+                      conversation=True, user_lines=True) == ""  # fmt: skip
+    assert unit_voice("I started my new job at Halcyon Health on Monday. Cool.", conversation=True,
+                      user_lines=True) == "told"  # fmt: skip
+    assert unit_voice("Okay. How long until I see results?", conversation=True, user_lines=True) == "asked"
+    assert unit_voice("Thanks! Any tips?", conversation=True, user_lines=True) == "asked"
     # Several sentences: the round as a whole has no voice, its sentences have theirs.
     assert unit_voice("I ran the Oslo 10K. How long until I see results?", conversation=True, user_lines=True) == ""
     assert unit_voice("Stretch after, not before.", conversation=True, user_lines=False) == "reply"
