@@ -33,7 +33,7 @@ from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
 from governance.kmms.voice import addressee
 from projections.kmms_drill import drill_facts
-from projections.kmms_rerank import RECENCY, best_units, newest_first, outdated_facts, window_first
+from projections.kmms_rerank import RECENCY, best_units, named_changes, newest_first, outdated_facts, window_first
 from projections.kmms_search import (
     SAID_TEXT,
     VOICE,
@@ -267,6 +267,8 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
         if intent.kind == "CURRENT":
             ranked, pairs = await newest_first(conn, m, sp.model, ranked)
             outdated = await outdated_facts(conn, m, ranked, pairs, nodes)
+            ranked, outdated = await named_changes(conn, m, ranked, nodes, outdated, as_of, sp.k, sp.vector, sp.model,
+                                                   voices)  # fmt: skip
         # The question's best facts bring the episodes they were read from (L2 -> L4); a fact a later hit may
         # have changed does not.
         later = {f: ranked[j].episode_id for f, j in outdated.items()}

@@ -6,16 +6,32 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from governance.kmms.recency import FactEvidence, newer_in_topic, newest_first_within_topics, topics_of
-from projections.kmms_search import Memory, NodeRow, UnitHit, unit_similarities
+from governance.kmms.drill import FactCandidate, facts_to_drill
+from governance.kmms.recency import (
+    FactEvidence,
+    later_change,
+    names_value,
+    newer_in_topic,
+    newest_first_within_topics,
+    topics_of,
+)
+from projections.kmms_search import UNIT_SIMILARITIES, Memory, NodeRow, UnitHit, _vec, unit_hit, unit_similarities
 
 RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0.05"))  # docs/kmms.md, "Retrieval"
 # Two hits whose vectors are this similar tell of the same thing (> 1: off); docs/kmms.md, "Retrieval".
 SAME_TOPIC = float(os.environ.get("HIVEMEM_KMMS_SAME_TOPIC", "0.45"))
 # A current fact and a later hit this similar: the later one may have changed the fact (> 1: off).
 FACT_TOPIC = float(os.environ.get("HIVEMEM_KMMS_FACT_TOPIC", "0.30"))
+
+
+# A current fact's value named with a change word by what its owner said later (``recency.later_change``): the
+# facts looked at are those of at least this similarity to the question (> 1: off), at most CHANGE_FACTS of them,
+# and of each the CHANGE_CANDIDATES latest rounds naming its value are read.
+CHANGE_SIMILARITY = float(os.environ.get("HIVEMEM_KMMS_NAMED_CHANGE", "0.30"))
+CHANGE_FACTS, CHANGE_CANDIDATES = 2, 10
 
 
 # A round from outside a question's time window this much more similar than the window's best comes first.
@@ -98,3 +114,60 @@ async def outdated_facts(conn: Any, m: Memory, ranked: list[UnitHit], pairs: dic
         if j is not None:
             out[f.node_id] = j
     return out
+
+
+async def named_changes(conn: Any, m: Memory, ranked: list[UnitHit], nodes: list[NodeRow], outdated: dict[str, int],
+                        as_of: int, k: int, vector: list[float] | None, model: str,
+                        voices: dict[str, float]) -> tuple[list[UnitHit], dict[str, int]]:  # fmt: skip
+    """On a question about the present, the question's best current facts (``CHANGE_SIMILARITY``) each with the
+    newest later round whose owner names the fact's value with a change word ("forget Severance, I'm obsessed
+    with Fleabag now"; ``recency.later_change``), found by the value's words: one statement. Such a round joins
+    ``ranked`` (in its first ``k``) before the first hit naming the value, and the fact is outdated by it
+    (``outdated``: node id -> index in the returned ranking)."""
+    if CHANGE_SIMILARITY > 1:
+        return ranked, outdated
+    current = [n for n in nodes if n.layer == 2 and n.status == "CURRENT" and n.fact_value and n.valid_until is None]
+    chosen = facts_to_drill([FactCandidate(n.node_id, n.layer, n.fact_key, n.similarity) for n in current],
+                            CHANGE_SIMILARITY, CHANGE_FACTS)  # fmt: skip
+    if not chosen:
+        return ranked, outdated
+    by_id = {n.node_id: n for n in current}
+    facts = [by_id[f] for f in chosen]
+    p = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "th": m.thread_id, "as_of": as_of, "model": model,
+         "cap": CHANGE_CANDIDATES, "values": [f.fact_value for f in facts],
+         "latest": [max(f.valid_from, f.event_time) for f in facts], "v_asked": voices.get("asked", 0.0),
+         "v_told": voices.get("told", 0.0), "v_reply": voices.get("reply", 0.0)}  # fmt: skip
+    sims = "NULL::float8[]"
+    if vector is not None:
+        p["q"], sims = _vec(vector), UNIT_SIMILARITIES
+    # Through kmms.unit_said_matches (migration 27): under row-level security a plain query could not use the
+    # text index of the owner's words.
+    cur = await conn.execute(
+        "SELECT f.i, u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
+        f"{sims}, u.said FROM unnest(%(values)s::text[], %(latest)s::bigint[]) WITH ORDINALITY AS f(value, latest, i) "
+        "CROSS JOIN LATERAL kmms.unit_said_matches(%(c)s, %(s)s, phraseto_tsquery('english', f.value), f.latest + 1, "
+        "%(as_of)s, %(th)s, %(cap)s) mt JOIN kmms.kmms_units u ON u.tenant = %(t)s AND u.unit_id = mt.unit_id "
+        "ORDER BY f.i, u.occurred_at, u.unit_id",
+        p,
+    )
+    found: dict[int, list[tuple[UnitHit, str]]] = {}
+    for r in await cur.fetchall():
+        found.setdefault(int(r[0]) - 1, []).append((unit_hit(r[1:9], 0.0), str(r[9] or "")))
+    out = list(ranked)
+    changed = {f: out[j].episode_id for f, j in outdated.items() if j < len(out)}
+    for i, f in enumerate(facts):
+        rows = found.get(i, [])
+        j = later_change([(u.episode_id, u.occurred_at, said) for u, said in rows],
+                         FactEvidence((), max(f.valid_from, f.event_time), f.fact_value))  # fmt: skip
+        if j is None:
+            continue
+        hit = rows[j][0]
+        at = [x for x, u in enumerate(out) if u.episode_id == hit.episode_id]
+        if at:
+            hit = out.pop(at[0])
+        names = [x for x, u in enumerate(out) if x < k and names_value(u.text, f.fact_value)]
+        place = min([*names, *at, min(len(out), k - 1)])
+        out.insert(place, replace(hit, fused=out[place].fused if place < len(out) else hit.fused))
+        changed[f.node_id] = hit.episode_id
+    index = {u.episode_id: x for x, u in enumerate(out)}
+    return out, {f: index[e] for f, e in changed.items() if e in index}

@@ -16,7 +16,9 @@ fact, "I've moved on to Fleabag" (August) does not supersede it. So on a questio
 current fact whose episodes share a topic with a later episode among the hits that answers the question
 about as well, and does not merely repeat the value, is not trusted over that episode: the later episode
 may have changed the value. The caller places the fact after it, with less confidence
-(``governance.kmms.confidence.NEWER_EVIDENCE``).
+(``governance.kmms.confidence.NEWER_EVIDENCE``). A later episode that names the fact's value with a change
+word ("forget Severance, I'm obsessed with Fleabag now") is such a hit too, found by the value's words when
+the first stage did not rank it (``later_change``); the caller ranks it before the fact's own episodes.
 """
 
 from __future__ import annotations
@@ -73,12 +75,33 @@ _CHANGE = re.compile(r"\b(?:moved|relocated|switched|changed|now|no longer|new|a
                      re.IGNORECASE)  # fmt: skip
 
 
-def repeats(text: str, value: str | None) -> bool:
-    """``text`` names ``value`` (whole words, any case) and says nothing of a change."""
+def names_value(text: str, value: str | None) -> bool:
+    """``text`` names ``value`` (whole words, any case)."""
     if not value or not value.strip():
         return False
-    named = re.search(r"(?<!\w)" + re.escape(value.strip()) + r"(?!\w)", text, re.IGNORECASE)
-    return named is not None and _CHANGE.search(text) is None
+    return re.search(r"(?<!\w)" + re.escape(value.strip()) + r"(?!\w)", text, re.IGNORECASE) is not None
+
+
+def repeats(text: str, value: str | None) -> bool:
+    """``text`` names ``value`` (whole words, any case) and says nothing of a change."""
+    return names_value(text, value) and _CHANGE.search(text) is None
+
+
+def names_change(text: str, value: str | None) -> bool:
+    """``text`` names ``value`` and a change with it: "forget Severance, I'm obsessed with Fleabag now"."""
+    return names_value(text, value) and _CHANGE.search(text) is not None
+
+
+def later_change(candidates: Sequence[tuple[str, int, str]], fact: FactEvidence) -> int | None:
+    """The index of the newest candidate (episode id, time, what its owner said) later than the fact, not one of
+    its episodes, that names the fact's value with a change (``names_change``); None when there is none.
+
+    The first stage finds a change by its likeness to the question, and a change often names the new value and
+    the old, not what the question asks: "forget Severance, I'm obsessed with Fleabag now" is far from "What's my
+    favourite TV show?". Its words name the fact's value, so the caller looks for it by them."""
+    later = [i for i, (episode, at, said) in enumerate(candidates)
+             if episode not in fact.episodes and at > fact.latest and names_change(said, fact.value)]  # fmt: skip
+    return max(later, key=lambda i: (candidates[i][1], -i), default=None)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """A fact that a later episode may have changed (governance.kmms.recency, ``newer_in_topic``), end to end:
 HTTP -> gate -> kmms processors -> read model -> search. The local patterns read "my favourite show at the
-moment is Dark" as a fact, and do not read "I've moved on to Fleabag" as its change, so the log keeps "Dark"
+moment is Dark" as a fact, and do not read "Fleabag is all I watch these days" as its change, so the log keeps "Dark"
 current. A question about the present must not put that fact before the later episode: it comes after it,
 with the ``newer_evidence`` modifier; asked before the change, the fact stands as it was."""
 
@@ -23,7 +23,7 @@ HISTORY = [  # (date, what the user said)
     ("2026-02-02", "I watched the last season of Dark this weekend, still my favourite show at the moment."),
     ("2026-02-15", "I baked a lemon tart for my sister's birthday."),
     ("2026-03-01", "Dark is still my favourite show at the moment, I keep recommending it."),
-    ("2026-05-04", "I've moved on to Fleabag, it's my new favourite show."),
+    ("2026-05-04", "Honestly, Fleabag is all I watch these days, it's my favourite show now."),
 ]
 QUESTION = "What's my favourite show at the moment?"
 

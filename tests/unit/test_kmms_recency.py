@@ -5,7 +5,15 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from governance.kmms.recency import FactEvidence, newer_in_topic, newest_first_within_topics, repeats, topics_of
+from governance.kmms.recency import (
+    FactEvidence,
+    later_change,
+    names_change,
+    newer_in_topic,
+    newest_first_within_topics,
+    repeats,
+    topics_of,
+)
 
 
 def _sim(table: dict[tuple[int, int], float]):  # type: ignore[no-untyped-def]
@@ -114,3 +122,25 @@ def test_a_later_hit_must_answer_the_question_about_as_well_as_the_facts_own() -
     assert newer_in_topic(hits, [0, 0], fact) is None
     assert newer_in_topic(hits, [0, 0], fact, as_relevant=0.4) == 1  # 0.10 >= 0.4 * 0.25
     assert newer_in_topic([("e-porto", 5, "", 0.25), ("e-x", 9, "", 0.15)], [0, 0], fact) == 1  # 0.15 >= 0.6 * 0.25
+
+
+def test_names_change_needs_the_value_and_a_change_word() -> None:
+    assert names_change("Not that it matters, but forget Severance, I'm obsessed with Fleabag now.", "Severance")
+    assert not names_change("Severance is still my favourite.", "Severance")  # a repeat
+    assert not names_change("I'm obsessed with Fleabag now.", "Severance")  # does not name it
+    assert not names_change("Severanced now", "Severance") and not names_change("anything new", None)
+
+
+def test_a_later_change_naming_the_value_is_found_by_it() -> None:
+    fact = FactEvidence({"e-mar"}, 5, "Severance")
+    said = [
+        ("e-mar", 5, "my favourite show is Severance"),
+        ("e-jun", 7, "I rewatched Severance, still great"),
+        ("e-aug", 9, "forget Severance, I'm obsessed with Fleabag now"),
+        ("e-jul", 8, "switched from Severance"),
+    ]
+    assert later_change(said, fact) == 2  # the newest change; the repeat in June changes nothing
+    assert later_change(said, FactEvidence({"e-mar"}, 9, "Severance")) is None  # nothing later than the fact
+    assert later_change(said, FactEvidence({"e-mar", "e-aug"}, 5, "Severance")) == 3  # its own episode is not one
+    assert later_change(said, FactEvidence({"e-mar"}, 5, None)) is None
+    assert later_change([], fact) is None
