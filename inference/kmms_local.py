@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
+from governance.kmms.phrasing import is_owner, speaker_lines
 from governance.kmms.values import USER_ENTITY, ContradictionClass, EpisodeText, ExtractedFact, Summary
 from inference.kmms_dates import episode_date, has_date
 from inference.kmms_enrich import TOPIC_KEYWORDS
@@ -44,25 +45,17 @@ _CONTEXT = re.compile(r"\b(?:at work|at home|at the office|in the office|on (?:t
 _ITEM = re.compile(r"\[(\d{4}-\d{2}-\d{2})\] ")
 _FIRST_PERSON = re.compile(r"(?-i:\bI\b)|\b(?:my|me|mine|myself|we|our|us)\b", re.IGNORECASE)
 _PRONOUN_START = re.compile(r"^(?:He|She)\b")
-_ROLE = re.compile(r"^\s*(?P<role>user|human|assistant|ai|bot|system|tool)\s*:\s*", re.IGNORECASE)
 _SPLIT_SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def speaker_lines(text: str) -> list[str]:
-    """The lines the owner (or a document) said: role prefixes stripped, assistant/system/tool turns left out."""
-    out = []
-    for line in text.splitlines():
-        m = _ROLE.match(line)
-        if m and m.group("role").lower() not in ("user", "human"):
-            continue
-        stripped = line[m.end() :] if m else line
-        if stripped.strip():
-            out.append(stripped.strip())
-    return out
+def owner_lines(text: str) -> list[str]:
+    """The lines the owner (or a document) said: role prefixes stripped, assistant/system/tool turns left out,
+    each with its later lines (``phrasing.speaker_lines``: a long reply's paragraphs are the assistant's)."""
+    return [body.strip() for role, body in speaker_lines(text) if is_owner(role) and body.strip()]
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for line in speaker_lines(text) for s in _SPLIT_SENT.split(line) if s.strip()]
+    return [s.strip() for line in owner_lines(text) for s in _SPLIT_SENT.split(line) if s.strip()]
 
 
 def norm(text: str) -> str:

@@ -30,6 +30,27 @@ CUES: dict[str, str] = {
     "friend": "my friend", "colleague": "my colleague",
 }  # fmt: skip
 _ROLE = re.compile(r"^(?:user|assistant|system|tool): ", re.MULTILINE)
+_SPEAKER = re.compile(r"^\s*(?P<role>user|human|assistant|ai|bot|system|tool)\s*:\s*", re.IGNORECASE)
+OWNER_ROLES = frozenset({"user", "human"})
+
+
+def speaker_lines(text: str) -> list[tuple[str | None, str]]:
+    """(speaker, words) for each line of a transcript ("user: ...", "assistant: ..."), the role prefix taken
+    off and lower-cased. A line without a prefix continues the turn above it: a long reply's later paragraphs
+    are the assistant's, not the owner's. Lines before any prefix (a note, a document) have no speaker."""
+    out: list[tuple[str | None, str]] = []
+    role: str | None = None
+    for line in text.splitlines():
+        m = _SPEAKER.match(line)
+        if m:
+            role = m.group("role").lower()
+        out.append((role, line[m.end() :] if m else line))
+    return out
+
+
+def is_owner(role: str | None) -> bool:
+    """The memory's owner said it: a user's (or human's) turn, or text that is no conversation."""
+    return role is None or role in OWNER_ROLES
 
 
 def cue(key: str) -> str:

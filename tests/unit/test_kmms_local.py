@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 import pytest
 
 from governance.kmms.consolidation import ConsolidationEngine, ScopeState
+from governance.kmms.phrasing import speaker_lines
 from governance.kmms.values import EpisodeText, Summary
 from inference.kmms_consolidator import consolidator_from_env
 from inference.kmms_dates import episode_date, find_date
 from inference.kmms_llm import LlmConsolidator
-from inference.kmms_local import LocalConsolidator, sentence_facts
+from inference.kmms_local import LocalConsolidator, owner_lines, sentence_facts
 
 
 def ms(day: str) -> int:
@@ -386,3 +387,14 @@ def test_a_favourites_key_leaves_out_the_moment() -> None:
         "user", Summary("", ()), [ep("e1", "2026-03-02", "user: My favourite show at the moment is Severance.")], {}
     )
     assert [(f.key, f.value) for f in out] == [("favourite_show", "Severance")]
+
+
+def test_a_long_replys_later_lines_are_the_assistants() -> None:
+    text = ("user: My favourite show at the moment is Severance.\nassistant: Good choice!\n"
+            "My favourite show is The Wire, and I live in Baltimore.\n\nuser: Thanks.\n"
+            "And I work at Initech.")  # fmt: skip
+    assert speaker_lines(text)[2] == ("assistant", "My favourite show is The Wire, and I live in Baltimore.")
+    assert owner_lines(text) == ["My favourite show at the moment is Severance.", "Thanks.", "And I work at Initech."]
+    facts = [(h.key, h.value) for _, hits in sentence_facts("user", text, 0) for h in hits]
+    assert facts == [("favourite_show", "Severance"), ("employer", "Initech")]  # nothing the assistant said
+    assert owner_lines("A note.\nuser: hi") == ["A note.", "hi"]  # text before any prefix: no conversation yet
