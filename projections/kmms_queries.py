@@ -33,7 +33,7 @@ from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
 from governance.kmms.voice import addressee
 from projections.kmms_drill import drill_facts
-from projections.kmms_rerank import RECENCY, best_units, named_changes, newest_first, outdated_facts, window_first
+from projections.kmms_rerank import RECENCY, best_units, first_stage, named_changes, newest_first, outdated_facts
 from projections.kmms_search import (
     SAID_TEXT,
     VOICE,
@@ -42,7 +42,6 @@ from projections.kmms_search import (
     NodeRow,
     UnitHit,
     node_candidates,
-    unit_candidates,
 )
 from projections.queries import tenant_tx
 
@@ -244,12 +243,8 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
         terms = await known_terms(conn, m, sp.query)
         # A question about the user's life: the voices' prior, and full text over what the user said.
         voices, said = VOICE.adjustments(sp.query), addressee(sp.query) == "user" and SAID_TEXT
-        units = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, bound, start, 4 * sp.k + 20,
-                                      pool, voices, said)  # fmt: skip
-        if start is not None or bound < as_of:  # the window's units, then the rest of time's
-            rest = await unit_candidates(conn, m, sp.vector, sp.model, text, sp.mode, as_of, None, 4 * sp.k + 20,
-                                         voices=voices, said=said)  # fmt: skip
-            units = window_first(units, rest)
+        units = await first_stage(conn, pool, m, sp.vector, sp.model, text, sp.mode, bound, start, as_of,
+                                  4 * sp.k + 20, voices, said)  # fmt: skip
         flt, params = node_filter(intent, as_of)
         nodes = await node_candidates(conn, m, sp.vector, sp.model, text, sp.mode, flt, params, 3 * sp.k)
         if not nodes and intent.kind == "CURRENT":  # X-15: only superseded content matches

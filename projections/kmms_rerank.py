@@ -4,10 +4,13 @@ read from the memory's vectors."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.drill import FactCandidate, facts_to_drill
 from governance.kmms.recency import (
@@ -18,7 +21,19 @@ from governance.kmms.recency import (
     newest_first_within_topics,
     topics_of,
 )
-from projections.kmms_search import UNIT_SIMILARITIES, Memory, NodeRow, UnitHit, _vec, unit_hit, unit_similarities
+from projections.kmms_search import (
+    UNIT_SIMILARITIES,
+    Memory,
+    Mode,
+    NodeRow,
+    UnitHit,
+    _vec,
+    spare,
+    unit_candidates,
+    unit_hit,
+    unit_similarities,
+)
+from projections.queries import tenant_tx
 
 RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0.05"))  # docs/kmms.md, "Retrieval"
 # Two hits whose vectors are this similar tell of the same thing (> 1: off); docs/kmms.md, "Retrieval".
@@ -50,6 +65,28 @@ def window_first(window: list[UnitHit], rest: list[UnitHit], margin: float = WIN
         return [*window, *rest]
     bar = max(u.voiced for u in window) + margin
     return [*(u for u in rest if u.voiced >= bar), *window, *(u for u in rest if u.voiced < bar)]
+
+
+async def first_stage(conn: Any, pool: AsyncConnectionPool, m: Memory, vector: list[float] | None, model: str,
+                      text: str, mode: Mode, bound: int, start: int | None, as_of: int, n: int,
+                      voices: dict[str, float], said: bool) -> list[UnitHit]:  # fmt: skip
+    """The first stage's ``n`` best units up to ``bound`` (from ``start``); for a time window (``start``, or a
+    ``bound`` before ``as_of``), the window's, then the rest of time's up to ``as_of`` (``window_first``), the two
+    searched side by side on two of the pool's connections when it has one to spare."""
+    window = unit_candidates(conn, m, vector, model, text, mode, bound, start, n, pool, voices, said)
+    if start is None and bound >= as_of:
+        return await window
+
+    async def rest_of_time(c: Any) -> list[UnitHit]:
+        return await unit_candidates(c, m, vector, model, text, mode, as_of, None, n, voices=voices, said=said)
+
+    async def elsewhere() -> list[UnitHit]:
+        async with tenant_tx(pool, m.tenant) as other:
+            return await rest_of_time(other)
+
+    if spare(pool):
+        return window_first(*await asyncio.gather(window, elsewhere()))
+    return window_first(await window, await rest_of_time(conn))
 
 
 def best_units(units: list[UnitHit], recency: float = 0.0) -> list[UnitHit]:

@@ -105,6 +105,8 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     where = ("u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.occurred_at <= %(bound)s "
              "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
     rankings: list[list[str]] = []
+    wants_text = mode in ("hybrid", "text") and bool(text.strip())
+    by_text: list[str] | None = None
     if vector is not None and mode in ("hybrid", "vector"):
         p["q"] = _vec(vector)
         await conn.execute("SET LOCAL hnsw.ef_search = 100")
@@ -115,11 +117,16 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             # scan below would walk the whole memory's nearest vectors to find the window's (250-340 ms for the
             # 7,000-12,000 units of a weekend at 100,000 episodes; this: 60-100 ms).
             ranked = await _window_ranking(conn, pool, m.tenant, where, p, window)
+        elif wants_text and pool is not None and spare(pool):
+            # Full text on a connection of its own, side by side with the nearest vectors (one core each).
+            ranked, by_text = await asyncio.gather(_nearest(conn, where, p, 3 * n, window),
+                                                   _bm25_elsewhere(pool, m.tenant, dict(p), said))  # fmt: skip
         else:
             ranked = await _nearest(conn, where, p, 3 * n, window)
         rankings.append(list(dict.fromkeys(ranked))[:n])
-    if mode in ("hybrid", "text") and text.strip():
-        rankings.append(await _bm25_units(conn, p, prune=bool(rankings), said=said))
+    if wants_text:
+        rankings.append(by_text if by_text is not None else await _bm25_units(conn, p, prune=bool(rankings),
+                                                                               said=said))  # fmt: skip
     fused = rrf(rankings, weights=_weights(rankings, mode))[:n]
     if not fused:
         return []
@@ -208,7 +215,7 @@ async def _exact(conn: Conn, where: str, p: dict[str, Any]) -> list[tuple[str, f
     return [(str(r[0]), float(str(r[1]))) for r in await cur.fetchall()]
 
 
-def _spare(pool: AsyncConnectionPool) -> bool:
+def spare(pool: AsyncConnectionPool) -> bool:
     """Whether the pool can lend a connection without making a request wait."""
     s = pool.get_stats()
     idle, size = s.get("pool_available", 0), s.get("pool_size", 0)
@@ -222,7 +229,7 @@ async def _window_ranking(conn: Conn, pool: AsyncConnectionPool | None, tenant: 
     not plan this in parallel. So a window of ``SPLIT_WINDOW`` units or more, when the pool has a connection to
     spare, is ranked as two halves of time side by side, one core each, and the halves' best are merged: the
     same units in the same order (ties on distance by unit id)."""
-    if pool is None or window < SPLIT_WINDOW or not _spare(pool):
+    if pool is None or window < SPLIT_WINDOW or not spare(pool):
         return [u for u, _ in await _exact(conn, where, p)]
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.occurred_at FROM kmms.kmms_units u WHERE {where} ORDER BY u.occurred_at OFFSET %(half)s LIMIT 1",
@@ -238,6 +245,11 @@ async def _window_ranking(conn: Conn, pool: AsyncConnectionPool | None, tenant: 
 
     first, second = await asyncio.gather(_exact(conn, where + " AND u.occurred_at <= %(mid)s", halves), later())
     return [u for u, _ in sorted(first + second, key=lambda r: (r[1], r[0]))[: int(p["n"])]]
+
+
+async def _bm25_elsewhere(pool: AsyncConnectionPool, tenant: str, p: dict[str, Any], said: bool) -> list[str]:
+    async with tenant_tx(pool, tenant) as other:
+        return await _bm25_units(other, p, prune=True, said=said)
 
 
 async def _window_units(conn: Conn, where: str, p: dict[str, Any]) -> int:

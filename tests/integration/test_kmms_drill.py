@@ -121,3 +121,48 @@ def test_a_search_about_the_present_finds_the_move_and_where_it_came_from(
     res = mem.search("Which city am I based in these days?", k=3, as_of="2026-05-01T00:00:00Z")
     sessions = [h.session_id for h in res.hits if h.layer == 4]
     assert sessions[0] in ("s-4", "s-5") and "s-0" in sessions  # Porto first; Lisbon, where it came from, too
+
+
+def _first_stage(stack: Stack, pool_size: int, start: str | None, bound: str, as_of: str) -> list[tuple[str, float]]:
+    """The first stage (``kmms_rerank.first_stage``) for "Where do I live?" on a pool of ``pool_size``: one
+    connection leaves none to spare, so every part runs one after the other on it."""
+    from projections.kmms_rerank import first_stage
+    from projections.kmms_search import VOICE
+    from projections.queries import tenant_tx
+
+    settings = stack.settings
+    question = "Where do I live?"
+
+    async def run() -> list[tuple[str, float]]:
+        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1,
+                                   max_size=pool_size, open=False, kwargs={"prepare_threshold": None})  # fmt: skip
+        await pool.open(wait=True)
+        try:
+            async with tenant_tx(pool, "mem-b") as conn:
+                cur = await conn.execute("SELECT v.model, v.embedding::text FROM kmms.kmms_vectors v JOIN "
+                                         "kmms.kmms_units u ON u.tenant = v.tenant AND u.unit_id = v.unit_id WHERE "
+                                         "v.tenant = 'mem-b' AND u.claw_id = %s ORDER BY v.unit_id LIMIT 1",
+                                         (CLAW,))  # fmt: skip
+                model, vector = (await cur.fetchall())[0]
+                floats = [float(x) for x in str(vector).strip("[]").split(",")]
+                units = await first_stage(conn, pool, Memory("mem-b", CLAW, "rui"), floats, str(model), "live",
+                                          "hybrid", _ms(bound), None if start is None else _ms(start), _ms(as_of),
+                                          30, VOICE.adjustments(question), True)  # fmt: skip
+                return [(u.unit_id, round(u.fused, 9)) for u in units]
+        finally:
+            await pool.close()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize(("start", "bound"), [(None, "2026-05-01"), ("2026-03-01", "2026-04-01")])
+def test_the_first_stage_side_by_side_ranks_as_one_after_the_other(
+    stack: Stack, mover: tuple[MemoryClient, list[str]], start: str | None, bound: str
+) -> None:
+    _, ids = mover
+    alone = _first_stage(stack, 1, start, bound, "2026-05-01")
+    side_by_side = _first_stage(stack, 4, start, bound, "2026-05-01")
+    assert alone and side_by_side == alone
+    assert {u.split("#")[0] for u, _ in alone} <= set(ids)  # this memory's, nothing after as_of
+    if start is not None:  # the window's one episode (the move to Porto, 2026-03-20) is always there
+        assert any(u.startswith(f"{ids[4]}#") for u, _ in alone)
