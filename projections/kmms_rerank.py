@@ -33,7 +33,7 @@ from projections.kmms_search import (
     unit_hit,
     unit_similarities,
 )
-from projections.queries import tenant_tx
+from projections.queries import on_side
 
 RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0.05"))  # docs/kmms.md, "Retrieval"
 # Two hits whose vectors are this similar tell of the same thing (> 1: off); docs/kmms.md, "Retrieval".
@@ -80,12 +80,9 @@ async def first_stage(conn: Any, pool: AsyncConnectionPool, m: Memory, vector: l
     async def rest_of_time(c: Any) -> list[UnitHit]:
         return await unit_candidates(c, m, vector, model, text, mode, as_of, None, n, voices=voices, said=said)
 
-    async def elsewhere() -> list[UnitHit]:
-        async with tenant_tx(pool, m.tenant) as other:
-            return await rest_of_time(other)
-
     if spare(pool):
-        return window_first(*await asyncio.gather(window, elsewhere()))
+        units, rest = await asyncio.gather(window, on_side(pool, m.tenant, rest_of_time))
+        return window_first(units, rest if rest is not None else await rest_of_time(conn))
     return window_first(await window, await rest_of_time(conn))
 
 

@@ -24,7 +24,7 @@ from governance.kmms.bm25 import bm25, candidate_query, query_lexemes, term_freq
 from governance.kmms.fusion import rrf
 from governance.kmms.units import MAX_SENTENCES, SENTENCE
 from governance.kmms.voice import VoiceWeights
-from projections.queries import tenant_tx
+from projections.queries import on_side
 
 Mode = Literal["hybrid", "vector", "text"]
 TEXT_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_TEXT_WEIGHT", "0.25"))  # docs/kmms.md, "Retrieval"
@@ -239,17 +239,16 @@ async def _window_ranking(conn: Conn, pool: AsyncConnectionPool | None, tenant: 
         return [u for u, _ in await _exact(conn, where, p)]
     halves = {**p, "mid": int(str(row[0]))}
 
-    async def later() -> list[tuple[str, float]]:
-        async with tenant_tx(pool, tenant) as other:
-            return await _exact(other, where + " AND u.occurred_at > %(mid)s", halves)
-
-    first, second = await asyncio.gather(_exact(conn, where + " AND u.occurred_at <= %(mid)s", halves), later())
+    late = where + " AND u.occurred_at > %(mid)s"
+    first, second = await asyncio.gather(_exact(conn, where + " AND u.occurred_at <= %(mid)s", halves),
+                                         on_side(pool, tenant, lambda other: _exact(other, late, halves)))  # fmt: skip
+    if second is None:  # no connection to spare after all: the later half after the first, on this one
+        second = await _exact(conn, late, halves)
     return [u for u, _ in sorted(first + second, key=lambda r: (r[1], r[0]))[: int(p["n"])]]
 
 
-async def _bm25_elsewhere(pool: AsyncConnectionPool, tenant: str, p: dict[str, Any], said: bool) -> list[str]:
-    async with tenant_tx(pool, tenant) as other:
-        return await _bm25_units(other, p, prune=True, said=said)
+async def _bm25_elsewhere(pool: AsyncConnectionPool, tenant: str, p: dict[str, Any], said: bool) -> list[str] | None:
+    return await on_side(pool, tenant, lambda other: _bm25_units(other, p, prune=True, said=said))
 
 
 async def _window_units(conn: Conn, where: str, p: dict[str, Any]) -> int:

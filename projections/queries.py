@@ -6,10 +6,10 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from pydantic import BaseModel
 
 from contracts.positions import LogPosition
@@ -54,11 +54,28 @@ class ForeignToken(Exception):
 
 
 @asynccontextmanager
-async def tenant_tx(pool: AsyncConnectionPool, tenant: str) -> AsyncIterator[AsyncConnection[tuple[object, ...]]]:
-    async with pool.connection() as conn, conn.transaction():
+async def tenant_tx(pool: AsyncConnectionPool, tenant: str,
+                    timeout: float | None = None) -> AsyncIterator[AsyncConnection[tuple[object, ...]]]:  # fmt: skip
+    async with pool.connection(timeout=timeout) as conn, conn.transaction():
         # Transaction-local: the setting ends with the transaction, never leaks to the next user.
         await conn.execute("SELECT set_config('hivemem.tenant', %s, true)", (tenant,))
         yield conn
+
+
+T = TypeVar("T")
+SIDE_WAIT_S = 0.05  # how long work side by side waits for a second connection before it is done in line
+
+
+async def on_side(pool: AsyncConnectionPool, tenant: str,
+                     work: Callable[[AsyncConnection[tuple[object, ...]]], Awaitable[T]]) -> T | None:  # fmt: skip
+    """``work`` on a second connection of the pool, in a tenant transaction of its own; None when no connection
+    comes within ``SIDE_WAIT_S`` (every one busy): the caller then does the work on its own connection. A
+    request holding one connection never waits long for another, so requests cannot wait on each other."""
+    try:
+        async with tenant_tx(pool, tenant, SIDE_WAIT_S) as conn:
+            return await work(conn)
+    except PoolTimeout:
+        return None
 
 
 def capability_matches(wanted: str, announced: list[str]) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
@@ -166,3 +167,27 @@ def test_the_first_stage_side_by_side_ranks_as_one_after_the_other(
     assert {u.split("#")[0] for u, _ in alone} <= set(ids)  # this memory's, nothing after as_of
     if start is not None:  # the window's one episode (the move to Porto, 2026-03-20) is always there
         assert any(u.startswith(f"{ids[4]}#") for u, _ in alone)
+
+
+def test_work_on_the_side_is_done_in_line_when_no_connection_is_free(stack: Stack) -> None:
+    from projections.queries import on_side, tenant_tx
+
+    settings = stack.settings
+
+    async def tenant_of(conn: Any) -> str:
+        cur = await conn.execute("SELECT current_setting('hivemem.tenant', true)")
+        return str((await cur.fetchone())[0])
+
+    async def run() -> tuple[str | None, str | None]:
+        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=1,
+                                   open=False)  # fmt: skip
+        await pool.open(wait=True)
+        try:
+            async with tenant_tx(pool, "mem-b"):  # the pool's one connection, held: nothing to spare
+                busy = await asyncio.wait_for(on_side(pool, "mem-a", tenant_of), timeout=2)
+            free = await on_side(pool, "mem-a", tenant_of)
+            return busy, free
+        finally:
+            await pool.close()
+
+    assert asyncio.run(run()) == (None, "mem-a")
