@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 
 from hivemem.stack import Stack
-from producers.memory_client import MemoryClient
+from producers.memory_client import Hit, MemoryClient, SearchResult
 from projections.auth import mint_token
+from tests.conftest import wait_until
 
 
 def memory(stack: Stack, tenant: str, claw: str | None = None, user_id: str = "") -> MemoryClient:
@@ -23,3 +24,23 @@ def tell(mem: MemoryClient, history: list[tuple[str, str]]) -> list[str]:
     episode ids."""
     return [mem.add(chat(text), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
             for i, (day, text) in enumerate(history)]  # fmt: skip
+
+
+def told_with_fact(stack: Stack, user_id: str, history: list[tuple[str, str]], value: str) -> MemoryClient:
+    """A new memory (tenant mem-b) told ``history`` (``tell``), once a fact of ``value`` is read from it and every
+    episode is searchable."""
+    mem = memory(stack, "mem-b", claw=f"viewer-{uuid.uuid4().hex[:6]}", user_id=user_id)
+    ids = tell(mem, history)
+    wait_until(lambda: bool(facts_of(mem, value)), timeout=120, interval=0.5, what=f"the fact {value!r}")
+    mem.wait_indexed(ids, timeout_s=120)
+    return mem
+
+
+def facts_of(mem: MemoryClient, value: str) -> list[Hit]:
+    """The memory's L2 facts (every version) whose value holds ``value``."""
+    return [f for f in mem.facts(history=True) if f.layer == 2 and value in (f.fact_value or "")]
+
+
+def fact_hit(res: SearchResult, value: str) -> tuple[int, Hit]:
+    """The first L2 hit whose value holds ``value``, with its place among the hits."""
+    return next((i, h) for i, h in enumerate(res.hits) if h.layer == 2 and value in (h.fact_value or ""))

@@ -9,14 +9,11 @@ value, ranks it before the episode the fact was read from, and puts the fact aft
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from hivemem.stack import Stack
-from producers.memory_client import Hit, MemoryClient, SearchResult
-from tests.conftest import wait_until
-from tests.integration.kmms_support import memory, tell
+from producers.memory_client import MemoryClient, SearchResult
+from tests.integration.kmms_support import fact_hit, facts_of, told_with_fact
 
 pytestmark = pytest.mark.integration
 
@@ -35,19 +32,7 @@ QUESTION = "What's my favourite show at the moment?"
 
 @pytest.fixture(scope="module")
 def viewer(stack: Stack) -> MemoryClient:
-    mem = memory(stack, "mem-b", claw=f"viewer-{uuid.uuid4().hex[:6]}", user_id="ada")
-    ids = tell(mem, HISTORY)
-    wait_until(lambda: bool(_severance_facts(mem)), timeout=120, interval=0.5, what="the favourite-show fact")
-    mem.wait_indexed(ids, timeout_s=120)
-    return mem
-
-
-def _severance_facts(mem: MemoryClient) -> list[Hit]:
-    return [f for f in mem.facts(history=True) if f.layer == 2 and f.fact_value == "Severance"]
-
-
-def _fact(res: SearchResult) -> tuple[int, Hit]:
-    return next((i, h) for i, h in enumerate(res.hits) if h.layer == 2 and h.fact_value == "Severance")
+    return told_with_fact(stack, "ada", HISTORY, "Severance")
 
 
 def _episode(res: SearchResult, session: str) -> int | None:
@@ -56,7 +41,7 @@ def _episode(res: SearchResult, session: str) -> int | None:
 
 def test_the_log_keeps_the_old_value_current(viewer: MemoryClient) -> None:
     # The premise: the change was not read as a new version (if the patterns learn it, this test must change).
-    assert [f.status for f in _severance_facts(viewer)] == ["CURRENT"]
+    assert [f.status for f in facts_of(viewer, "Severance")] == ["CURRENT"]
 
 
 def test_a_change_naming_the_value_comes_before_the_fact_and_its_episode(viewer: MemoryClient) -> None:
@@ -66,7 +51,7 @@ def test_a_change_naming_the_value_comes_before_the_fact_and_its_episode(viewer:
     assert change is not None, [(h.layer, h.session_id, h.text[:60]) for h in res.hits]
     told = _episode(res, "s-0")
     assert told is None or change < told, "\n".join(f"{h.layer} {h.session_id} {h.text[:50]}" for h in res.hits)
-    i, fact = _fact(res)
+    i, fact = fact_hit(res, "Severance")
     assert change < i
     assert "newer_evidence" in [name for name, _ in fact.modifiers]
 
@@ -74,5 +59,5 @@ def test_a_change_naming_the_value_comes_before_the_fact_and_its_episode(viewer:
 def test_asked_before_the_change_the_fact_stands(viewer: MemoryClient) -> None:
     res = viewer.search(QUESTION, k=5, as_of="2026-04-01T00:00:00Z")
     assert _episode(res, CHANGE) is None  # no future leaks
-    _, fact = _fact(res)
+    _, fact = fact_hit(res, "Severance")
     assert "newer_evidence" not in [name for name, _ in fact.modifiers]

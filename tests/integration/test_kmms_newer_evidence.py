@@ -6,14 +6,11 @@ with the ``newer_evidence`` modifier; asked before the change, the fact stands a
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from hivemem.stack import Stack
-from producers.memory_client import Hit, MemoryClient, SearchResult
-from tests.conftest import wait_until
-from tests.integration.kmms_support import memory, tell
+from producers.memory_client import MemoryClient
+from tests.integration.kmms_support import fact_hit, facts_of, told_with_fact
 
 pytestmark = pytest.mark.integration
 
@@ -30,30 +27,18 @@ QUESTION = "What's my favourite show at the moment?"
 
 @pytest.fixture(scope="module")
 def viewer(stack: Stack) -> MemoryClient:
-    mem = memory(stack, "mem-b", claw=f"viewer-{uuid.uuid4().hex[:6]}", user_id="zoe")
-    ids = tell(mem, HISTORY)
-    wait_until(lambda: bool(_dark_facts(mem)), timeout=120, interval=0.5, what="the favourite-show fact")
-    mem.wait_indexed(ids, timeout_s=120)
-    return mem
-
-
-def _dark_facts(mem: MemoryClient) -> list[Hit]:
-    return [f for f in mem.facts(history=True) if f.layer == 2 and "Dark" in (f.fact_value or "")]
-
-
-def _dark(res: SearchResult) -> tuple[int, Hit]:
-    return next((i, h) for i, h in enumerate(res.hits) if h.layer == 2 and "Dark" in (h.fact_value or ""))
+    return told_with_fact(stack, "zoe", HISTORY, "Dark")
 
 
 def test_the_log_keeps_the_old_value_current(viewer: MemoryClient) -> None:
     # The premise: the change was not read as a new version (if the patterns learn it, this test must change).
-    assert [f.status for f in _dark_facts(viewer)] == ["CURRENT"]
+    assert [f.status for f in facts_of(viewer, "Dark")] == ["CURRENT"]
 
 
 def test_a_fact_comes_after_the_later_episode_that_may_have_changed_it(viewer: MemoryClient) -> None:
     res = viewer.search(QUESTION, k=5, as_of="2026-06-01T00:00:00Z")
     assert res.temporal_intent == "CURRENT"
-    i, fact = _dark(res)
+    i, fact = fact_hit(res, "Dark")
     change = next(j for j, h in enumerate(res.hits) if h.layer == 4 and h.session_id == "s-5")
     assert change < i
     assert ("newer_evidence", -0.3) in [(name, round(d, 2)) for name, d in fact.modifiers]
@@ -63,7 +48,7 @@ def test_a_fact_comes_after_the_later_episode_that_may_have_changed_it(viewer: M
 
 def test_before_the_change_or_about_the_past_the_fact_stands(viewer: MemoryClient) -> None:
     before = viewer.search(QUESTION, k=5, as_of="2026-04-01T00:00:00Z")
-    _, fact = _dark(before)
+    _, fact = fact_hit(before, "Dark")
     assert "newer_evidence" not in [name for name, _ in fact.modifiers]
     evolution = viewer.search("How has my favourite show changed over time?", k=5, as_of="2026-06-01T00:00:00Z")
     assert evolution.temporal_intent == "EVOLUTION"
