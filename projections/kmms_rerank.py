@@ -1,6 +1,7 @@
-"""The first stage's hits, ordered for the question: each episode by its best unit, and for a question
-about the present (CURRENT) the rule of ``governance.kmms.recency`` with the similarities it needs,
-read from the memory's vectors."""
+"""The first stage's hits, ordered for the question: a time window's first (``first_stage``, ``window_first``),
+each episode by its best unit, and for a question about the present (CURRENT) the rules of
+``governance.kmms.recency`` with what they need from the memory: its vectors' similarities (newest first, a
+fact a later hit may have changed) and the later rounds naming a fact's value (``named_changes``)."""
 
 from __future__ import annotations
 
