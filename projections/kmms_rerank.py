@@ -5,7 +5,6 @@ fact a later hit may have changed) and the later rounds naming a fact's value (`
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import replace
@@ -34,7 +33,7 @@ from projections.kmms_search import (
     unit_hit,
     unit_similarities,
 )
-from projections.queries import on_side
+from projections.queries import side_by_side
 
 RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0.05"))  # docs/kmms.md, "Retrieval"
 # Two hits whose vectors are this similar tell of the same thing (> 1: off); docs/kmms.md, "Retrieval".
@@ -82,8 +81,7 @@ async def first_stage(conn: Any, pool: AsyncConnectionPool, m: Memory, vector: l
         return await unit_candidates(c, m, vector, model, text, mode, as_of, None, n, voices=voices, said=said)
 
     if spare(pool):
-        units, rest = await asyncio.gather(window, on_side(pool, m.tenant, rest_of_time))
-        return window_first(units, rest if rest is not None else await rest_of_time(conn))
+        return window_first(*await side_by_side(conn, pool, m.tenant, window, rest_of_time))
     return window_first(await window, await rest_of_time(conn))
 
 
@@ -168,9 +166,10 @@ async def named_changes(conn: Any, m: Memory, ranked: list[UnitHit], nodes: list
         return ranked, outdated
     by_id = {n.node_id: n for n in current}
     facts = [by_id[f] for f in chosen]
+    latest = [max(f.valid_from, f.event_time) for f in facts]  # later than this, a round may tell a change
     p = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "th": m.thread_id, "as_of": as_of, "model": model,
          "cap": CHANGE_CANDIDATES, "values": [f.fact_value for f in facts],
-         "latest": [max(f.valid_from, f.event_time) for f in facts], "v_asked": voices.get("asked", 0.0),
+         "latest": latest, "v_asked": voices.get("asked", 0.0),
          "v_told": voices.get("told", 0.0), "v_reply": voices.get("reply", 0.0)}  # fmt: skip
     sims = "NULL::float8[]"
     if vector is not None:
@@ -193,7 +192,7 @@ async def named_changes(conn: Any, m: Memory, ranked: list[UnitHit], nodes: list
     for i, f in enumerate(facts):
         rows = found.get(i, [])
         j = later_change([(u.episode_id, u.occurred_at, said) for u, said in rows],
-                         FactEvidence((), max(f.valid_from, f.event_time), f.fact_value))  # fmt: skip
+                         FactEvidence((), latest[i], f.fact_value))  # fmt: skip
         if j is None:
             continue
         hit = rows[j][0]

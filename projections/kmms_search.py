@@ -10,7 +10,6 @@ is after ``bound`` (the caller's ``as_of``) is ever a candidate.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from governance.kmms.bm25 import bm25, candidate_query, query_lexemes, term_freq
 from governance.kmms.fusion import rrf
 from governance.kmms.units import MAX_SENTENCES, SENTENCE
 from governance.kmms.voice import VoiceWeights
-from projections.queries import on_side
+from projections.queries import side_by_side
 
 Mode = Literal["hybrid", "vector", "text"]
 TEXT_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_TEXT_WEIGHT", "0.25"))  # docs/kmms.md, "Retrieval"
@@ -106,7 +105,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
              "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
     rankings: list[list[str]] = []
     wants_text = mode in ("hybrid", "text") and bool(text.strip())
-    by_text: list[str] | None = None
+    by_text: list[str] | None = None  # full text, when it ran beside the nearest vectors
     if vector is not None and mode in ("hybrid", "vector"):
         p["q"] = _vec(vector)
         await conn.execute("SET LOCAL hnsw.ef_search = 100")
@@ -119,8 +118,9 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             ranked = await _window_ranking(conn, pool, m.tenant, where, p, window)
         elif wants_text and pool is not None and spare(pool):
             # Full text on a connection of its own, side by side with the nearest vectors (one core each).
-            ranked, by_text = await asyncio.gather(_nearest(conn, where, p, 3 * n, window),
-                                                   _bm25_elsewhere(pool, m.tenant, dict(p), said))  # fmt: skip
+            side = dict(p)
+            ranked, by_text = await side_by_side(conn, pool, m.tenant, _nearest(conn, where, p, 3 * n, window),
+                                                 lambda c: _bm25_units(c, side, prune=True, said=said))  # fmt: skip
         else:
             ranked = await _nearest(conn, where, p, 3 * n, window)
         rankings.append(list(dict.fromkeys(ranked))[:n])
@@ -239,16 +239,10 @@ async def _window_ranking(conn: Conn, pool: AsyncConnectionPool | None, tenant: 
         return [u for u, _ in await _exact(conn, where, p)]
     halves = {**p, "mid": int(str(row[0]))}
 
-    late = where + " AND u.occurred_at > %(mid)s"
-    first, second = await asyncio.gather(_exact(conn, where + " AND u.occurred_at <= %(mid)s", halves),
-                                         on_side(pool, tenant, lambda other: _exact(other, late, halves)))  # fmt: skip
-    if second is None:  # no connection to spare after all: the later half after the first, on this one
-        second = await _exact(conn, late, halves)
+    early, late = where + " AND u.occurred_at <= %(mid)s", where + " AND u.occurred_at > %(mid)s"
+    first, second = await side_by_side(conn, pool, tenant, _exact(conn, early, halves),
+                                       lambda c: _exact(c, late, halves))  # fmt: skip
     return [u for u, _ in sorted(first + second, key=lambda r: (r[1], r[0]))[: int(p["n"])]]
-
-
-async def _bm25_elsewhere(pool: AsyncConnectionPool, tenant: str, p: dict[str, Any], said: bool) -> list[str] | None:
-    return await on_side(pool, tenant, lambda other: _bm25_units(other, p, prune=True, said=said))
 
 
 async def _window_units(conn: Conn, where: str, p: dict[str, Any]) -> int:

@@ -62,12 +62,13 @@ async def tenant_tx(pool: AsyncConnectionPool, tenant: str,
         yield conn
 
 
+A = TypeVar("A")
 T = TypeVar("T")
 SIDE_WAIT_S = 0.05  # how long work side by side waits for a second connection before it is done in line
 
 
 async def on_side(pool: AsyncConnectionPool, tenant: str,
-                     work: Callable[[AsyncConnection[tuple[object, ...]]], Awaitable[T]]) -> T | None:  # fmt: skip
+                  work: Callable[[AsyncConnection[tuple[object, ...]]], Awaitable[T]]) -> T | None:  # fmt: skip
     """``work`` on a second connection of the pool, in a tenant transaction of its own; None when no connection
     comes within ``SIDE_WAIT_S`` (every one busy): the caller then does the work on its own connection. A
     request holding one connection never waits long for another, so requests cannot wait on each other."""
@@ -76,6 +77,15 @@ async def on_side(pool: AsyncConnectionPool, tenant: str,
             return await work(conn)
     except PoolTimeout:
         return None
+
+
+async def side_by_side(conn: AsyncConnection[tuple[object, ...]], pool: AsyncConnectionPool, tenant: str,
+                       here: Awaitable[A], there: Callable[[AsyncConnection[tuple[object, ...]]], Awaitable[T]],
+                       ) -> tuple[A, T]:  # fmt: skip
+    """``here`` (on ``conn``) and ``there`` on a second connection (``on_side``) at the same time; ``there`` after
+    ``here`` on ``conn`` when no second connection comes. ``there`` must not return None."""
+    first, second = await asyncio.gather(here, on_side(pool, tenant, there))
+    return first, second if second is not None else await there(conn)
 
 
 def capability_matches(wanted: str, announced: list[str]) -> bool:
