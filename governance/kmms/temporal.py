@@ -127,11 +127,13 @@ _PROGRESSIVE_RE = re.compile(r"\b(?:was|were) (?:i|you|we|he|she|they|\w+) (\w+i
 _EVENT_RE = re.compile(
     r"\b(?:said|told|asked|bought|discussed|talked|spoke|went|met|ate|wrote|mentioned|happened|visited|"
     r"watched|learned|learnt|sent|made|spent|called|decided|planned|booked|paid|tried|finished|started|"
-    r"saw|heard|fixed|built|shipped|deployed|agreed|done)\b"
+    r"saw|heard|fixed|built|shipped|deployed|agreed|done|stayed)\b"
 )
+# "stayed" is an event (a visit, a trip: "who stayed with me last weekend?"); "did I stay" and "was I staying"
+# still ask for a state (_STATE_BASE).
 _STATE_RE = re.compile(
     r"\b(?:lived|worked|owned|preferred|was|were|had|used|liked|loved|hated|thought|believed|drove|earned|"
-    r"weighed|stayed|rented|studied|wanted|needed|knew)\b"
+    r"weighed|rented|studied|wanted|needed|knew)\b"
 )
 
 

@@ -111,6 +111,8 @@ WINDOWS: list[tuple[str, tuple[int | None, int | None]]] = [
     ("What did I do before March 2025?", (None, _ms("2025-03-01") - 1)),
     ("What did I do after May 2025?", (_ms("2025-06-01"), None)),
     ("What was I doing last Friday?", _day("2026-04-10")),  # progressive of an activity: events
+    ("Who stayed with me last weekend?", _span("2026-04-11", "2026-04-13")),  # a stay is a visit: an event
+    ("Where we stayed in March, was it nice?", _span("2026-03-01", "2026-04-01")),
 ]
 
 
