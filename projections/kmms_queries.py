@@ -33,6 +33,7 @@ from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
 from governance.kmms.voice import addressee
 from projections.kmms_drill import drill_facts
+from projections.kmms_own_similarity import own_similarities
 from projections.kmms_rerank import RECENCY, best_units, first_stage, named_changes, newest_first, outdated_facts
 from projections.kmms_search import (
     SAID_TEXT,
@@ -197,6 +198,9 @@ class SearchParams:
     mode: Mode = "hybrid"
     tau: float = TAU
     abstain_below: float = ABSTAIN_BELOW
+    # The question's own vector when ``vector`` is a blend (governance/kmms/statement.py): what the hits'
+    # similarities, their confidence and abstention are read against.
+    own_vector: list[float] | None = None
 
 
 def _hit_from_node(n: NodeRow, now: int, current_query: bool, newer_evidence: bool = False) -> MemoryHit:
@@ -271,6 +275,8 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
                                     intent.kind, as_of, sp.vector, sp.model, voices))[: sp.k]  # fmt: skip
         at = {u.episode_id: i for i, u in enumerate(ranked)}
         outdated = {f: at.get(e, len(ranked) - 1) for f, e in later.items()}
+        if sp.own_vector is not None and sp.vector is not None:
+            ranked, nodes = await own_similarities(conn, m, sp.model, sp.own_vector, voices, ranked, nodes)
     eval_at = as_of
     node_hits = [_hit_from_node(n, eval_at, current_query, n.node_id in outdated) for n in nodes
                  if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))

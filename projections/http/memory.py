@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel
 
 from contracts.models import MAX_ID, MAX_ITEMS, MAX_LABEL, MAX_TEXT
 from governance.kmms.phrasing import strip_roles
+from governance.kmms.statement import question_vectors
 from inference.embedding_base import EmbeddingError
 from projections import kmms_model_switch as switch
 from projections import kmms_queries as q
@@ -128,6 +129,8 @@ def router(ctx: Ctx) -> APIRouter:
     deps = ctx.deps
     tau = float(os.environ.get("HIVEMEM_KMMS_TAU", q.TAU))
     abstain = float(os.environ.get("HIVEMEM_KMMS_ABSTAIN", q.ABSTAIN_BELOW))
+    # The question's statement form's share of its search vector (governance/kmms/statement.py; 0: off).
+    statement_weight = float(os.environ.get("HIVEMEM_KMMS_STATEMENT", "0.5"))
     old, new = (deps.previous_embedder.model_id, deps.embedder.model_id) if deps.previous_embedder else ("", "")
     serving = ServingModel(deps.embedder, deps.previous_embedder,
                            lambda m: switch.caught_up(ctx.pool, m.tenant, old, new),
@@ -174,18 +177,20 @@ def router(ctx: Ctx) -> APIRouter:
 
     async def run_search(who: Principal, body: SearchIn) -> q.SearchResult:
         m = memory(who, body.user_id, body.thread_id)
-        vector = None
+        vector = own = None
         embedder = await serving.embedder(m)  # during a model switch, the old one until the new is complete
         model = embedder.model_id if embedder is not None else ""
         if embedder is not None and body.mode != "text":
             try:
                 text = q.content_query(body.query, _ms(body.as_of) or int(time.time() * 1000))
-                vector = await run_in_threadpool(embedder.embed_query, text)
+                own, blended = await run_in_threadpool(question_vectors, embedder.embed_query, text, statement_weight)
+                vector = blended or own
             except EmbeddingError as exc:
                 raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", f"the query could not be embedded: {exc.code}") from exc
         elif body.mode == "vector":
             raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", "no embedding model is configured for this API")
-        params = q.SearchParams(body.query, vector, model, body.k, _ms(body.as_of), body.mode, tau, abstain)
+        params = q.SearchParams(body.query, vector, model, body.k, _ms(body.as_of), body.mode, tau, abstain,
+                                own if vector is not own else None)  # fmt: skip
         result = await q.search(ctx.pool, m, params)
         return result.model_copy(update={"embedding_model": model if vector is not None else None})
 
