@@ -5,7 +5,7 @@ A search may rank by a blend of the question's vector and its statement form's
 memory holds: its cosines are not the question's, and confidence (Table 3), the layers' sufficiency and
 abstention are thresholds on the question's cosine. So once the hits are chosen, their similarities (and a
 unit's similarity less its voice's adjustment, what abstention reads) are read again against the question's
-own vector: one statement for the units and one for the nodes.
+own vector, in one statement.
 """
 
 from __future__ import annotations
@@ -22,22 +22,20 @@ async def own_similarities(conn: Conn, m: Memory, model: str, own: list[float], 
                            units: list[UnitHit], nodes: list[NodeRow]) -> Hits:  # fmt: skip
     """``units`` and ``nodes`` with their similarities to ``own`` (and the units' less their voices'
     ``voices`` adjustments). A hit without a vector keeps what it had."""
+    if not units and not nodes:
+        return units, nodes
     p: dict[str, Any] = {"t": m.tenant, "model": model, "q": _vec(own), "v_asked": voices.get("asked", 0.0),
-                         "v_told": voices.get("told", 0.0), "v_reply": voices.get("reply", 0.0)}  # fmt: skip
-    if units:
-        ids = [u.unit_id for u in units]
-        cur = await conn.execute(  # type: ignore[arg-type]
-            f"SELECT u.unit_id, {UNIT_SIMILARITIES} FROM kmms.kmms_units u "
-            "WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)", {**p, "ids": ids})  # fmt: skip
-        sims = {str(r[0]): r[1] for r in await cur.fetchall()}
-        units = [_unit(u, sims.get(u.unit_id)) for u in units]
-    if nodes:
-        ids = [n.node_id for n in nodes]
-        cur = await conn.execute(  # type: ignore[arg-type]
-            "SELECT v.unit_id, 1 - (v.embedding <=> %(q)s::vector) FROM kmms.kmms_vectors v WHERE v.tenant = %(t)s "
-            "AND v.model = %(model)s AND v.unit_id = ANY(%(ids)s)", {**p, "ids": ids})  # fmt: skip
-        node_sims = {str(r[0]): float(str(r[1])) for r in await cur.fetchall()}
-        nodes = [replace(n, similarity=node_sims[n.node_id]) if n.node_id in node_sims else n for n in nodes]
+                         "v_told": voices.get("told", 0.0), "v_reply": voices.get("reply", 0.0),
+                         "units": [u.unit_id for u in units], "nodes": [n.node_id for n in nodes]}  # fmt: skip
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT u.unit_id, {UNIT_SIMILARITIES} FROM kmms.kmms_units u WHERE u.tenant = %(t)s "
+        "AND u.unit_id = ANY(%(units)s) UNION ALL SELECT v.unit_id, ARRAY[1 - (v.embedding <=> %(q)s::vector)] "
+        "FROM kmms.kmms_vectors v WHERE v.tenant = %(t)s AND v.model = %(model)s AND v.unit_id = ANY(%(nodes)s)",
+        p,
+    )
+    sims: dict[str, Any] = {str(r[0]): r[1] for r in await cur.fetchall()}
+    units = [_unit(u, sims.get(u.unit_id)) for u in units]
+    nodes = [replace(n, similarity=float(sims[n.node_id][0])) if sims.get(n.node_id) else n for n in nodes]
     return units, nodes
 
 

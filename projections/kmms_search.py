@@ -188,8 +188,12 @@ async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int, window:
     # leakproof) cannot use the units' primary key under row-level security, and became a scan of them all.
     near = ("SELECT v.unit_id, regexp_replace(v.unit_id, '~s[0-9]+$', '') AS parent, v.voice, "
             "v.embedding <=> %(q)s::vector AS d FROM kmms.kmms_vectors v WHERE " + mine)  # fmt: skip
-    then = (f"SELECT u.unit_id FROM near JOIN kmms.kmms_units u ON u.tenant = %(t)s AND u.unit_id = near.parent "
-            f"WHERE {where} ORDER BY near.d + {_VOICED.format(v='near')}, near.unit_id LIMIT %(want)s")  # fmt: skip
+    # Ranked first, then each row's unit looked up in that order until ``want`` pass: joining them all first
+    # probed the units' key for every one of the 1,000 nearest (3.7 of 14 ms at 100,000 episodes; now ~200).
+    then = (f"SELECT r.parent FROM (SELECT near.unit_id, near.parent, near.d + {_VOICED.format(v='near')} AS adj "
+            "FROM near ORDER BY adj, near.unit_id) r WHERE EXISTS (SELECT 1 FROM kmms.kmms_units u WHERE "
+            f"u.tenant = %(t)s AND u.unit_id = r.parent AND {where}) "
+            "ORDER BY r.adj, r.unit_id LIMIT %(want)s")  # fmt: skip
     if units < EXACT_STATS_BELOW:
         return await _ranked(conn, f"WITH near AS MATERIALIZED ({near}) {then}", {**p, "want": want})
     k = NEAREST_FIRST

@@ -232,6 +232,61 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
     assert halves == single and busy == single
 
 
+def test_a_large_memorys_nearest_units_rank_as_a_small_ones(person: MemoryClient, stack: Stack,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """In process, on the real read model: the nearest units by HNSW (the memory counted as large: its nearest
+    vectors first, then each one's unit looked up in voice-adjusted order until enough pass the time filter)
+    are those of the small memory's exact path, in its order, and those ``_exact`` ranks by each unit's best
+    vector; with a bound in the past, only units up to it."""
+    import asyncio
+
+    from psycopg_pool import AsyncConnectionPool
+
+    from projections import kmms_search
+    from projections.queries import tenant_tx
+
+    settings: Settings = stack.settings
+    with connect(settings.require_database(), autocommit=True) as owner:
+        row = owner.execute("SELECT model, embedding::text FROM kmms.kmms_vectors WHERE tenant = 'mem-b' AND "
+                            "claw_id = %s AND scope = 'ana' AND kind = 'unit' ORDER BY unit_id LIMIT 1",
+                            (CLAW,)).fetchone()  # fmt: skip
+        times = sorted(int(r[0]) for r in owner.execute("SELECT occurred_at FROM kmms.kmms_units WHERE tenant = "
+                                                         "'mem-b' AND claw_id = %s", (CLAW,)).fetchall())  # fmt: skip
+    assert row is not None and len(times) > 4
+
+    where = ("u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.occurred_at <= %(bound)s "
+             "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
+
+    async def nearest(large: bool, bound: int, exact: bool = False) -> list[str]:
+        monkeypatch.setattr(kmms_search, "EXACT_STATS_BELOW", 0 if large else 5_000)
+        kmms_search._stats.clear()
+        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=1,
+                                   open=False)  # fmt: skip
+        await pool.open(wait=True)
+        try:
+            async with tenant_tx(pool, "mem-b") as conn:
+                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 6, "v_asked": 0.1,
+                     "v_told": -0.1, "v_reply": 0.2, "bound": bound, "start": -(2**62), "th": None}  # fmt: skip
+                if exact:
+                    return [u for u, _ in await kmms_search._exact(conn, where, p)]
+                return list(dict.fromkeys(await kmms_search._nearest(conn, where, p, 40)))[:6]
+        finally:
+            await pool.close()
+
+    middle = times[len(times) // 2]
+    for bound in (2**62, middle):
+        small = asyncio.run(nearest(False, bound))
+        assert asyncio.run(nearest(True, bound)) == small
+        assert asyncio.run(nearest(False, bound, exact=True)) == small
+        assert len(small) == min(6, sum(t <= bound for t in times))
+    found = asyncio.run(nearest(True, middle))
+    with connect(settings.require_database(), autocommit=True) as owner:
+        late = owner.execute("SELECT count(*) FROM kmms.kmms_units WHERE tenant = 'mem-b' AND unit_id = ANY(%s) "
+                             "AND occurred_at > %s", (found, middle)).fetchone()  # fmt: skip
+    assert late == (0,)
+
+
 def test_full_text_candidates_keep_to_the_transactions_tenant(person: MemoryClient, stack: Stack) -> None:
     """kmms.unit_text_matches runs as the tables' owner (so the text index is used under row-level
     security); it must still show the application role only its own tenant's units."""
