@@ -73,6 +73,10 @@ def test_two_kmms_replicas_split_embedding_and_enrichment_and_survive_a_sigkill(
     embedder = _embedder(split)
     wait_until(lambda: all(assigned(split, f"kmms-{i}", f"{embedder}@{i}") for i in (0, 1)), timeout=60,
                interval=0.5, what="both embedder instances assigned partitions")  # fmt: skip
+    # The write path too: had it joined its group late, replica 0 would have stored every episode sent before
+    # the wait below, and none come during it (a CI timeout, 2026-11-26: kmms-processor@1 never at work).
+    wait_until(lambda: all(assigned(split, f"kmms-{i}", f"{WRITE_PATH}@{i}") for i in (0, 1)), timeout=60,
+               interval=0.5, what="both write-path instances assigned partitions")  # fmt: skip
 
     # The memories below (claw j with user j % 2; the gate and the write path place a memory by crc32 of
     # tenant/claw/user) reach every partition, so every instance has work.
