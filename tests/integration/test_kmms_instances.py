@@ -44,10 +44,10 @@ def split(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield st
 
 
-def _embedder(stack: Stack) -> str:
-    """The embedder's name (it carries the model's digest), from its rebalance lines."""
+def _embedder(stack: Stack) -> str | None:
+    """The embedder's name (it carries the model's digest), from its rebalance lines; None before the first."""
     log = (stack.settings.home / "logs" / "kmms-0.log").read_text(errors="replace")
-    return next(w.split("@")[0] for w in log.split() if w.startswith("kmms-embedder-") and "@" in w)
+    return next((w.split("@")[0] for w in log.split() if w.startswith("kmms-embedder-") and "@" in w), None)
 
 
 def _partitions(stack: Stack, tag: str) -> str:
@@ -70,7 +70,10 @@ def test_two_kmms_replicas_split_embedding_and_enrichment_and_survive_a_sigkill(
     k0, k1 = split.services["kmms-0"], split.services["kmms-1"]
     wait_until(lambda: all(assigned(split, f"kmms-{i}", f"{ENRICHER}@{i}") for i in (0, 1)), timeout=120,
                interval=0.5, what="both enricher instances assigned partitions")  # fmt: skip
+    # The embedder loads its model before it joins its group: its first rebalance line may come later.
+    wait_until(lambda: _embedder(split) is not None, timeout=120, interval=0.5, what="the embedder's first rebalance")
     embedder = _embedder(split)
+    assert embedder is not None
     wait_until(lambda: all(assigned(split, f"kmms-{i}", f"{embedder}@{i}") for i in (0, 1)), timeout=60,
                interval=0.5, what="both embedder instances assigned partitions")  # fmt: skip
     # The write path too: had it joined its group late, replica 0 would have stored every episode sent before
