@@ -177,20 +177,20 @@ def router(ctx: Ctx) -> APIRouter:
 
     async def run_search(who: Principal, body: SearchIn) -> q.SearchResult:
         m = memory(who, body.user_id, body.thread_id)
-        vector = own = None
+        own = blended = None  # the question's vector; the blend with its statement form's, when it has one
         embedder = await serving.embedder(m)  # during a model switch, the old one until the new is complete
         model = embedder.model_id if embedder is not None else ""
         if embedder is not None and body.mode != "text":
             try:
                 text = q.content_query(body.query, _ms(body.as_of) or int(time.time() * 1000))
                 own, blended = await run_in_threadpool(question_vectors, embedder.embed_query, text, statement_weight)
-                vector = blended or own
             except EmbeddingError as exc:
                 raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", f"the query could not be embedded: {exc.code}") from exc
         elif body.mode == "vector":
             raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", "no embedding model is configured for this API")
+        vector = blended or own
         params = q.SearchParams(body.query, vector, model, body.k, _ms(body.as_of), body.mode, tau, abstain,
-                                own if vector is not own else None)  # fmt: skip
+                                own if blended else None)  # fmt: skip
         result = await q.search(ctx.pool, m, params)
         return result.model_copy(update={"embedding_model": model if vector is not None else None})
 

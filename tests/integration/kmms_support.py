@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient, SearchResult
@@ -44,3 +45,13 @@ def facts_of(mem: MemoryClient, value: str) -> list[Hit]:
 def fact_hit(res: SearchResult, value: str) -> tuple[int, Hit]:
     """The first L2 hit whose value holds ``value``, with its place among the hits."""
     return next((i, h) for i, h in enumerate(res.hits) if h.layer == 2 and value in (h.fact_value or ""))
+
+
+async def unit_vectors(conn: Any, claw: str, n: int) -> tuple[str, list[list[float]]]:
+    """The model and the first ``n`` stored vectors (by id) of the rounds of claw ``claw`` in tenant mem-b, read on
+    ``conn`` (a tenant transaction of mem-b): real vectors to search with, no embedder in the test process."""
+    cur = await conn.execute("SELECT v.model, v.embedding::text FROM kmms.kmms_vectors v JOIN kmms.kmms_units u "
+                             "ON u.tenant = v.tenant AND u.unit_id = v.unit_id WHERE v.tenant = 'mem-b' AND "
+                             "u.claw_id = %s ORDER BY v.unit_id LIMIT %s", (claw, n))  # fmt: skip
+    rows = await cur.fetchall()
+    return str(rows[0][0]), [[float(x) for x in str(v).strip("[]").split(",")] for _, v in rows]

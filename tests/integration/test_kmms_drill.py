@@ -18,7 +18,7 @@ from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient
 from projections.kmms_search import NODE_COLUMNS, Memory, NodeRow, UnitHit, node_of
 from tests.conftest import wait_until
-from tests.integration.kmms_support import chat, memory
+from tests.integration.kmms_support import chat, memory, unit_vectors
 
 pytestmark = pytest.mark.integration
 
@@ -140,13 +140,8 @@ def _first_stage(stack: Stack, pool_size: int, start: str | None, bound: str, as
         await pool.open(wait=True)
         try:
             async with tenant_tx(pool, "mem-b") as conn:
-                cur = await conn.execute("SELECT v.model, v.embedding::text FROM kmms.kmms_vectors v JOIN "
-                                         "kmms.kmms_units u ON u.tenant = v.tenant AND u.unit_id = v.unit_id WHERE "
-                                         "v.tenant = 'mem-b' AND u.claw_id = %s ORDER BY v.unit_id LIMIT 1",
-                                         (CLAW,))  # fmt: skip
-                model, vector = (await cur.fetchall())[0]
-                floats = [float(x) for x in str(vector).strip("[]").split(",")]
-                units = await first_stage(conn, pool, Memory("mem-b", CLAW, "rui"), floats, str(model), "live",
+                model, (floats,) = await unit_vectors(conn, CLAW, 1)
+                units = await first_stage(conn, pool, Memory("mem-b", CLAW, "rui"), floats, model, "live",
                                           "hybrid", _ms(bound), None if start is None else _ms(start), _ms(as_of),
                                           30, VOICE.adjustments(question), True)  # fmt: skip
                 return [(u.unit_id, round(u.fused, 9)) for u in units]

@@ -12,16 +12,16 @@ against its own vector, not the blend's."""
 from __future__ import annotations
 
 import asyncio
-import math
 import uuid
 from datetime import UTC, datetime
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from governance.kmms.statement import blend
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
-from tests.integration.kmms_support import chat, memory
+from tests.integration.kmms_support import chat, memory, unit_vectors
 
 pytestmark = pytest.mark.integration
 
@@ -73,19 +73,11 @@ def test_reported_similarities_are_the_questions_own(stack: Stack, worker: Memor
         await pool.open(wait=True)
         try:
             async with tenant_tx(pool, "mem-b") as conn:
-                cur = await conn.execute("SELECT v.model, v.embedding::text FROM kmms.kmms_vectors v JOIN "
-                                         "kmms.kmms_units u ON u.tenant = v.tenant AND u.unit_id = v.unit_id WHERE "
-                                         "v.tenant = 'mem-b' AND u.claw_id = %s ORDER BY v.unit_id LIMIT 2",
-                                         (CLAW,))  # fmt: skip
-                (model, a), (_, b) = await cur.fetchall()
-            own, other = ([float(x) for x in str(v).strip("[]").split(",")] for v in (a, b))
-            mixed = [x + 0.5 * y for x, y in zip(own, other, strict=True)]
-            norm = math.sqrt(sum(x * x for x in mixed))
-            blend = [x / norm for x in mixed]
+                model, (own, other) = await unit_vectors(conn, CLAW, 2)
             m, at = Memory("mem-b", CLAW, "noor"), _ms("2026-04-01")
-            blended = await q.search(pool, m, q.SearchParams(QUESTION, blend, str(model), 4, at,
+            blended = await q.search(pool, m, q.SearchParams(QUESTION, blend(own, other, 0.5), model, 4, at,
                                                              own_vector=own))  # fmt: skip
-            plain = await q.search(pool, m, q.SearchParams(QUESTION, own, str(model), 4, at))
+            plain = await q.search(pool, m, q.SearchParams(QUESTION, own, model, 4, at))
             return blended, plain
         finally:
             await pool.close()
