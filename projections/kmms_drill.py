@@ -10,7 +10,8 @@ from typing import Any
 
 from governance.kmms.drill import FactCandidate, evidence_order, facts_to_drill, merge_drilled
 from governance.kmms.fusion import RRF_K
-from projections.kmms_search import UNIT_SIMILARITIES, Conn, Memory, NodeRow, UnitHit, _vec, unit_hit
+from projections.kmms_search import Memory, NodeRow, UnitHit, unit_hit
+from projections.kmms_sql import UNIT_SIMILARITIES, Conn, vector_literal
 
 # A fact drills when its similarity to the question is at least this (> 1: off); docs/kmms.md, "Retrieval". On
 # bench memory the facts that answer a question sit at 0.27-0.65, others up to 0.37: 0.50 changed nothing.
@@ -73,7 +74,7 @@ async def drill_facts(conn: Conn, m: Memory, ranked: list[UnitHit], nodes: list[
     by_id = {n.node_id: n for n in nodes}
     link = {f: (by_id[f].supersedes if kind in ("CURRENT", "UNSPECIFIED") else
                 by_id[f].superseded_by if kind == "POINT_IN_TIME" else None) for f in chosen}  # fmt: skip
-    p = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "th": m.thread_id, "model": model, "q": _vec(vector),
+    p = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "th": m.thread_id, "model": model, "q": vector_literal(vector),
          "as_of": as_of, "facts": chosen, "links": [x for x in link.values() if x], "v_asked": voices.get("asked", 0.0),
          "v_told": voices.get("told", 0.0), "v_reply": voices.get("reply", 0.0)}  # fmt: skip
     episodes, best = await _evidence(conn, p)

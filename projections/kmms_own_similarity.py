@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from projections.kmms_search import UNIT_SIMILARITIES, Conn, Memory, NodeRow, UnitHit, _vec
+from projections.kmms_search import Memory, NodeRow, UnitHit
+from projections.kmms_sql import UNIT_SIMILARITIES, Conn, vector_literal
 
 Hits = tuple[list[UnitHit], list[NodeRow]]
 
@@ -24,7 +25,7 @@ async def own_similarities(conn: Conn, m: Memory, model: str, own: list[float], 
     ``voices`` adjustments). A hit without a vector keeps what it had."""
     if not units and not nodes:
         return units, nodes
-    p: dict[str, Any] = {"t": m.tenant, "model": model, "q": _vec(own), "v_asked": voices.get("asked", 0.0),
+    p: dict[str, Any] = {"t": m.tenant, "model": model, "q": vector_literal(own), "v_asked": voices.get("asked", 0.0),
                          "v_told": voices.get("told", 0.0), "v_reply": voices.get("reply", 0.0),
                          "units": [u.unit_id for u in units], "nodes": [n.node_id for n in nodes]}  # fmt: skip
     cur = await conn.execute(  # type: ignore[arg-type]

@@ -22,17 +22,16 @@ from governance.kmms.recency import (
     topics_of,
 )
 from projections.kmms_search import (
-    UNIT_SIMILARITIES,
     Memory,
     Mode,
     NodeRow,
     UnitHit,
-    _vec,
     spare,
     unit_candidates,
     unit_hit,
     unit_similarities,
 )
+from projections.kmms_sql import UNIT_SIMILARITIES, vector_literal
 from projections.queries import side_by_side
 
 RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0.05"))  # docs/kmms.md, "Retrieval"
@@ -173,7 +172,7 @@ async def named_changes(conn: Any, m: Memory, ranked: list[UnitHit], nodes: list
          "v_told": voices.get("told", 0.0), "v_reply": voices.get("reply", 0.0)}  # fmt: skip
     sims = "NULL::float8[]"
     if vector is not None:
-        p["q"], sims = _vec(vector), UNIT_SIMILARITIES
+        p["q"], sims = vector_literal(vector), UNIT_SIMILARITIES
     # Through kmms.unit_said_matches (migration 27): under row-level security a plain query could not use the
     # text index of the owner's words.
     cur = await conn.execute(

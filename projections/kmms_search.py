@@ -16,13 +16,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.bm25 import bm25, candidate_query, query_lexemes, term_frequencies
+from governance.kmms.feedback import feedback_order
 from governance.kmms.fusion import rrf
-from governance.kmms.units import MAX_SENTENCES, SENTENCE
 from governance.kmms.voice import VoiceWeights
+from projections.kmms_sql import (
+    FAMILY,
+    FEEDBACK_MEAN,
+    FEEDBACK_SIMILARITY,
+    UNIT_SIMILARITIES,
+    VOICED,
+    Conn,
+    vector_literal,
+)
 from projections.queries import side_by_side
 
 Mode = Literal["hybrid", "vector", "text"]
@@ -33,22 +41,14 @@ VOICE = VoiceWeights(asked=float(os.environ.get("HIVEMEM_KMMS_VOICE_ASKED", "0.1
                      reply=float(os.environ.get("HIVEMEM_KMMS_VOICE_REPLY", "0.20")))  # fmt: skip
 # On a question about the user's life, full text ranks the words the user said only (0: every word of a unit).
 SAID_TEXT = os.environ.get("HIVEMEM_KMMS_SAID_TEXT", "1").strip() not in ("0", "false", "no")
-# A unit's vector ids: its own and its sentences' (``<unit>~s<n>``). Written out, not built by a subquery over
-# generate_series: the subquery ran once per unit, a fifth of a time window's exact ranking (62 -> 49 ms).
-_FAMILY = "ARRAY[u.unit_id, " + ", ".join(f"u.unit_id || '{SENTENCE}{i}'" for i in range(MAX_SENTENCES)) + "]"
 EXACT_WINDOW = 20_000  # a time window holding at most this many units is ranked by exact distance
 # ... and one of at least this many, in two halves side by side when the pool has a connection to spare.
 SPLIT_WINDOW = int(os.environ.get("HIVEMEM_KMMS_SPLIT_WINDOW", "4000"))
 NEAREST_FIRST, NEAREST_MAX = 1_000, 256_000  # a large memory's nearest vectors read before the time filter
-Conn = AsyncConnection[tuple[object, ...]]
-# A vector's distance adjustment for its voice (governance/kmms/voice.py), from the query's parameters.
-_VOICED = ("CASE {v}.voice WHEN 'asked' THEN %(v_asked)s::float8 WHEN 'told' THEN %(v_told)s::float8 "
-           "WHEN 'reply' THEN %(v_reply)s::float8 ELSE 0 END")  # fmt: skip
-# A unit's similarity to the query (SQL over ``u.``; parameters q, model and the voices'), as ARRAY[plain, less its
-# voice's adjustment]: its best vector's, its own or one of its sentences'.
-UNIT_SIMILARITIES = (f"(SELECT ARRAY[max(1 - (v.embedding <=> %(q)s::vector)), max(1 - (v.embedding <=> %(q)s::vector) "
-                     f"- {_VOICED.format(v='v')})] FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) "
-                     "AND v.model = %(model)s AND v.tenant = u.tenant)")  # fmt: skip
+# Pseudo-relevance feedback (governance/kmms/feedback.py; docs/kmms.md, "Retrieval"): the candidates ranked again by
+# the question moved toward its FEEDBACK_TOP best (beta; 0: off), that ranking fused with weight FEEDBACK_WEIGHT.
+FEEDBACK_BETA = float(os.environ.get("HIVEMEM_KMMS_FEEDBACK", "0.5"))
+FEEDBACK_TOP, FEEDBACK_WEIGHT = 3, 1.0
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
 _TSQ = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
 
@@ -73,10 +73,6 @@ class UnitHit:
     fused: float
     similarity: float  # cosine similarity of the unit to the query (0 when it has no vector yet)
     voiced: float = 0.0  # its best vector's similarity less its voice's adjustment: what ranked it
-
-
-def _vec(v: list[float]) -> str:
-    return "[" + ",".join(repr(float(x)) for x in v) + "]"
 
 
 def _weights(rankings: list[list[str]], mode: Mode) -> list[float] | None:
@@ -107,7 +103,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     wants_text = mode in ("hybrid", "text") and bool(text.strip())
     by_text: list[str] | None = None  # full text, when it ran beside the nearest vectors
     if vector is not None and mode in ("hybrid", "vector"):
-        p["q"] = _vec(vector)
+        p["q"] = vector_literal(vector)
         await conn.execute("SET LOCAL hnsw.ef_search = 100")
         await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         window = await _window_units(conn, where, p) if start is not None else None
@@ -131,20 +127,20 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     if not fused:
         return []
     p["ids"] = [u for u, _ in fused]
-    sims = UNIT_SIMILARITIES if "q" in p else "NULL::float8[]"
+    sims, feedback, fb = (UNIT_SIMILARITIES, "NULL::float8", "") if "q" in p else ("NULL::float8[]", "NULL", "")
+    if "q" in p and FEEDBACK_BETA > 0 and len(fused) > 1:  # the moved question's similarities, in the same read
+        p |= {"beta": FEEDBACK_BETA, "top": p["ids"][:FEEDBACK_TOP]}
+        feedback, fb = FEEDBACK_SIMILARITY, f", {FEEDBACK_MEAN}"
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
-        f"{sims} FROM kmms.kmms_units u WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
+        f"{sims}, {feedback} FROM kmms.kmms_units u{fb} WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
         p,
     )
     rows = {str(r[0]): r for r in await cur.fetchall()}
-    score = dict(fused)
-    out = []
-    for u in p["ids"]:
-        if (r := rows.get(u)) is None:
-            continue
-        out.append(unit_hit(r, score[u]))
-    return out
+    if fb:
+        fused = feedback_order(fused, {u: None if r[8] is None else float(str(r[8])) for u, r in rows.items()},
+                               FEEDBACK_WEIGHT)  # fmt: skip
+    return [unit_hit(rows[u], score) for u, score in fused if u in rows]
 
 
 def unit_hit(r: Sequence[object], fused: float) -> UnitHit:
@@ -190,7 +186,7 @@ async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int, window:
             "v.embedding <=> %(q)s::vector AS d FROM kmms.kmms_vectors v WHERE " + mine)  # fmt: skip
     # Ranked first, then each row's unit looked up in that order until ``want`` pass: joining them all first
     # probed the units' key for every one of the 1,000 nearest (3.7 of 14 ms at 100,000 episodes; now ~200).
-    then = (f"SELECT r.parent FROM (SELECT near.unit_id, near.parent, near.d + {_VOICED.format(v='near')} AS adj "
+    then = (f"SELECT r.parent FROM (SELECT near.unit_id, near.parent, near.d + {VOICED.format(v='near')} AS adj "
             "FROM near ORDER BY adj, near.unit_id) r WHERE EXISTS (SELECT 1 FROM kmms.kmms_units u WHERE "
             f"u.tenant = %(t)s AND u.unit_id = r.parent AND {where}) "
             "ORDER BY r.adj, r.unit_id LIMIT %(want)s")  # fmt: skip
@@ -212,8 +208,8 @@ async def _exact(conn: Conn, where: str, p: dict[str, Any]) -> list[tuple[str, f
     """The window's ``n`` units nearest the query, each by its best vector (its own or a sentence's)."""
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, x.d FROM kmms.kmms_units u, LATERAL (SELECT min((v.embedding <=> %(q)s::vector) + "
-        f"{_VOICED.format(v='v')}) AS d "
-        f"FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({_FAMILY}) AND v.model = %(model)s "
+        f"{VOICED.format(v='v')}) AS d "
+        f"FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({FAMILY}) AND v.model = %(model)s "
         f"AND v.tenant = u.tenant) x WHERE {where} AND x.d IS NOT NULL ORDER BY x.d, u.unit_id "
         "LIMIT %(n)s", p)  # fmt: skip
     return [(str(r[0]), float(str(r[1]))) for r in await cur.fetchall()]
@@ -365,7 +361,7 @@ async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     where = f"n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s AND {time_filter}"
     rankings: list[list[str]] = []
     if vector is not None and mode in ("hybrid", "vector"):
-        p["q"] = _vec(vector)
+        p["q"] = vector_literal(vector)
         rankings.append(await _ranked(conn, (
             "SELECT n.node_id FROM kmms.kmms_vectors v JOIN kmms.kmms_nodes n ON n.tenant = v.tenant "
             "AND n.node_id = v.unit_id WHERE v.model = %(model)s AND v.kind = 'node' AND v.tenant = %(t)s "

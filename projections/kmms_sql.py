@@ -1,0 +1,44 @@
+"""The SQL the KMMS read model's queries share: a unit's family of vectors, a vector's voice adjustment, a
+unit's similarity to the question, and the same against the question moved toward its best candidates
+(``governance.kmms.feedback``)."""
+
+from __future__ import annotations
+
+from psycopg import AsyncConnection
+
+from governance.kmms.units import MAX_SENTENCES, SENTENCE
+
+Conn = AsyncConnection[tuple[object, ...]]
+# A unit's vector ids: its own and its sentences' (``<unit>~s<n>``). Written out, not built by a subquery over
+# generate_series: the subquery ran once per unit, a fifth of a time window's exact ranking (62 -> 49 ms).
+FAMILY = "ARRAY[u.unit_id, " + ", ".join(f"u.unit_id || '{SENTENCE}{i}'" for i in range(MAX_SENTENCES)) + "]"
+# A vector's distance adjustment for its voice (governance/kmms/voice.py), from the query's parameters.
+VOICED = ("CASE {v}.voice WHEN 'asked' THEN %(v_asked)s::float8 WHEN 'told' THEN %(v_told)s::float8 "
+          "WHEN 'reply' THEN %(v_reply)s::float8 ELSE 0 END")  # fmt: skip
+# A unit's similarity to the query (SQL over ``u.``; parameters q, model and the voices'), as ARRAY[plain, less its
+# voice's adjustment]: its best vector's, its own or one of its sentences'.
+UNIT_SIMILARITIES = (f"(SELECT ARRAY[max(1 - (v.embedding <=> %(q)s::vector)), max(1 - (v.embedding <=> %(q)s::vector) "
+                     f"- {VOICED.format(v='v')})] FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({FAMILY}) "
+                     "AND v.model = %(model)s AND v.tenant = u.tenant)")  # fmt: skip
+# The mean f of the best vectors (as UNIT_SIMILARITIES ranks them) of the units ``%(top)s``, and the length of
+# q + beta·f (cosines on unit vectors: |q + βf|² = 1 + 2β|f|cos(q, f) + β²|f|²). A FROM item named ``fb``. Each
+# unit's best vector is read by a LATERAL subquery: as a join, under row-level security, the family's ids (not
+# leakproof) were no index condition and the statement read every vector of the tenant (+10 ms at 7,000).
+FEEDBACK_MEAN = (
+    "(SELECT f, sqrt(1 + 2 * %(beta)s::float8 * vector_norm(f) * (1 - (f <=> %(q)s::vector)) "
+    "+ (%(beta)s::float8 * vector_norm(f)) ^ 2) AS len FROM (SELECT avg(t.e) AS f FROM kmms.kmms_units u "
+    "CROSS JOIN LATERAL (SELECT v.embedding AS e FROM kmms.kmms_vectors v WHERE v.unit_id = ANY("
+    f"{FAMILY}) AND v.model = %(model)s AND v.tenant = u.tenant ORDER BY (v.embedding <=> %(q)s::vector) + "
+    f"{VOICED.format(v='v')}, v.unit_id LIMIT 1) t WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(top)s)) m) fb"
+)  # fmt: skip
+# A unit's best vector's cosine to q + beta·f (f, len: FEEDBACK_MEAN), less its voice's adjustment; NULL without f.
+FEEDBACK_SIMILARITY = (
+    "(SELECT max(((1 - (v.embedding <=> %(q)s::vector)) + %(beta)s::float8 * vector_norm(fb.f) "
+    f"* (1 - (v.embedding <=> fb.f))) / fb.len - {VOICED.format(v='v')}) FROM kmms.kmms_vectors v "
+    f"WHERE v.unit_id = ANY({FAMILY}) AND v.model = %(model)s AND v.tenant = u.tenant)"
+)  # fmt: skip
+
+
+def vector_literal(v: list[float]) -> str:
+    """A vector as pgvector's text form, for ``%(q)s::vector``."""
+    return "[" + ",".join(repr(float(x)) for x in v) + "]"
