@@ -25,7 +25,7 @@ from governance.kmms.voice import VoiceWeights
 from projections.kmms_sql import (
     FAMILY,
     FEEDBACK_MEAN,
-    FEEDBACK_SIMILARITY,
+    FEEDBACK_SIMILARITIES,
     UNIT_SIMILARITIES,
     VOICED,
     Conn,
@@ -127,19 +127,18 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     if not fused:
         return []
     p["ids"] = [u for u, _ in fused]
-    sims, feedback, fb = (UNIT_SIMILARITIES, "NULL::float8", "") if "q" in p else ("NULL::float8[]", "NULL", "")
+    sims, fb = UNIT_SIMILARITIES if "q" in p else "NULL::float8[]", ""
     if "q" in p and FEEDBACK_BETA > 0 and len(fused) > 1:  # the moved question's similarities, in the same read
         p |= {"beta": FEEDBACK_BETA, "top": p["ids"][:FEEDBACK_TOP]}
-        feedback, fb = FEEDBACK_SIMILARITY, f", {FEEDBACK_MEAN}"
+        sims, fb = FEEDBACK_SIMILARITIES, f", {FEEDBACK_MEAN}"
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
-        f"{sims}, {feedback} FROM kmms.kmms_units u{fb} WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
+        f"{sims} FROM kmms.kmms_units u{fb} WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
         p,
     )
     rows = {str(r[0]): r for r in await cur.fetchall()}
     if fb:
-        fused = feedback_order(fused, {u: None if r[8] is None else float(str(r[8])) for u, r in rows.items()},
-                               FEEDBACK_WEIGHT)  # fmt: skip
+        fused = feedback_order(fused, {u: _third(r[7]) for u, r in rows.items()}, FEEDBACK_WEIGHT)
     return [unit_hit(rows[u], score) for u, score in fused if u in rows]
 
 
@@ -147,9 +146,14 @@ def unit_hit(r: Sequence[object], fused: float) -> UnitHit:
     """A row of (unit_id, episode_id, session_id, thread_id, text, occurred_at, logged_at, ``UNIT_SIMILARITIES``)
     as a hit with the ``fused`` score."""
     pair: Any = r[7]
-    raw, voiced = (float(x or 0.0) for x in pair) if pair else (0.0, 0.0)
+    raw, voiced = (float(pair[0] or 0.0), float(pair[1] or 0.0)) if pair else (0.0, 0.0)
     return UnitHit(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), fused, raw,
                    voiced)  # fmt: skip
+
+
+def _third(sims: Any) -> float | None:
+    """The feedback similarity of a ``FEEDBACK_SIMILARITIES`` array (None: the unit has no vector yet)."""
+    return None if not sims or sims[2] is None else float(sims[2])
 
 
 # A large memory's full-text candidates are selected by its query's lexemes that fewer than this share of the

@@ -20,22 +20,25 @@ VOICED = ("CASE {v}.voice WHEN 'asked' THEN %(v_asked)s::float8 WHEN 'told' THEN
 UNIT_SIMILARITIES = (f"(SELECT ARRAY[max(1 - (v.embedding <=> %(q)s::vector)), max(1 - (v.embedding <=> %(q)s::vector) "
                      f"- {VOICED.format(v='v')})] FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({FAMILY}) "
                      "AND v.model = %(model)s AND v.tenant = u.tenant)")  # fmt: skip
-# The mean f of the best vectors (as UNIT_SIMILARITIES ranks them) of the units ``%(top)s``, and the length of
-# q + beta·f (cosines on unit vectors: |q + βf|² = 1 + 2β|f|cos(q, f) + β²|f|²). A FROM item named ``fb``. Each
-# unit's best vector is read by a LATERAL subquery: as a join, under row-level security, the family's ids (not
-# leakproof) were no index condition and the statement read every vector of the tenant (+10 ms at 7,000).
+# The mean f of the best vectors (as UNIT_SIMILARITIES ranks them) of the units ``%(top)s``, beta·|f|, and the
+# length of q + beta·f (cosines on unit vectors: |q + βf|² = 1 + 2β|f|cos(q, f) + β²|f|²). A FROM item named ``fb``.
+# Each unit's best vector is read by a LATERAL subquery: as a join, under row-level security, the family's ids
+# (not leakproof) were no index condition and the statement read every vector of the tenant (+10 ms at 7,000).
 FEEDBACK_MEAN = (
-    "(SELECT f, sqrt(1 + 2 * %(beta)s::float8 * vector_norm(f) * (1 - (f <=> %(q)s::vector)) "
-    "+ (%(beta)s::float8 * vector_norm(f)) ^ 2) AS len FROM (SELECT avg(t.e) AS f FROM kmms.kmms_units u "
-    "CROSS JOIN LATERAL (SELECT v.embedding AS e FROM kmms.kmms_vectors v WHERE v.unit_id = ANY("
-    f"{FAMILY}) AND v.model = %(model)s AND v.tenant = u.tenant ORDER BY (v.embedding <=> %(q)s::vector) + "
-    f"{VOICED.format(v='v')}, v.unit_id LIMIT 1) t WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(top)s)) m) fb"
+    "(SELECT f, %(beta)s::float8 * vector_norm(f) AS bf, sqrt(1 + 2 * %(beta)s::float8 * vector_norm(f) "
+    "* (1 - (f <=> %(q)s::vector)) + (%(beta)s::float8 * vector_norm(f)) ^ 2) AS len FROM (SELECT avg(t.e) AS f "
+    "FROM kmms.kmms_units u CROSS JOIN LATERAL (SELECT v.embedding AS e FROM kmms.kmms_vectors v WHERE "
+    f"v.unit_id = ANY({FAMILY}) AND v.model = %(model)s AND v.tenant = u.tenant ORDER BY (v.embedding <=> "
+    f"%(q)s::vector) + {VOICED.format(v='v')}, v.unit_id LIMIT 1) t WHERE u.tenant = %(t)s "
+    "AND u.unit_id = ANY(%(top)s)) m) fb"
 )  # fmt: skip
-# A unit's best vector's cosine to q + beta·f (f, len: FEEDBACK_MEAN), less its voice's adjustment; NULL without f.
-FEEDBACK_SIMILARITY = (
-    "(SELECT max(((1 - (v.embedding <=> %(q)s::vector)) + %(beta)s::float8 * vector_norm(fb.f) "
-    f"* (1 - (v.embedding <=> fb.f))) / fb.len - {VOICED.format(v='v')}) FROM kmms.kmms_vectors v "
-    f"WHERE v.unit_id = ANY({FAMILY}) AND v.model = %(model)s AND v.tenant = u.tenant)"
+# UNIT_SIMILARITIES and, third, the best vector's cosine to q + beta·f (``FEEDBACK_MEAN``) less its voice's
+# adjustment (NULL without f), in one read of the unit's vectors.
+FEEDBACK_SIMILARITIES = (
+    "(SELECT ARRAY[max(x.s), max(x.s - x.adj), max((x.s + fb.bf * x.sf) / fb.len - x.adj)] FROM (SELECT "
+    "1 - (v.embedding <=> %(q)s::vector) AS s, 1 - (v.embedding <=> fb.f) AS sf, "
+    f"{VOICED.format(v='v')} AS adj FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({FAMILY}) "
+    "AND v.model = %(model)s AND v.tenant = u.tenant) x)"
 )  # fmt: skip
 
 
