@@ -128,7 +128,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
         return []
     p["ids"] = [u for u, _ in fused]
     sims, fb = UNIT_SIMILARITIES if "q" in p else "NULL::float8[]", ""
-    if "q" in p and FEEDBACK_BETA > 0 and len(fused) > 1:  # the moved question's similarities, in the same read
+    if "q" in p and FEEDBACK_BETA > 0 and len(fused) > 2:  # the moved question's similarities, in the same read
         p |= {"beta": FEEDBACK_BETA, "top": p["ids"][:FEEDBACK_TOP]}
         sims, fb = FEEDBACK_SIMILARITIES, f", {FEEDBACK_MEAN}"
     cur = await conn.execute(  # type: ignore[arg-type]

@@ -36,7 +36,7 @@ def feedback_order(fused: Sequence[tuple[str, float]], similarity: Mapping[str, 
     stays first, the rest by the reciprocal-rank fusion of their order in ``fused`` and their order by
     ``similarity`` to the moved question (``weight``). The scores stay those of the places: the candidate now
     i-th takes the i-th score, so what reads the scores after (recency, the drill to a fact's evidence) sees
-    the same distribution."""
+    the same distribution. Fewer than three candidates are left as they are (the first stays first)."""
     if weight < 0:
         raise ValueError(f"weight must be >= 0, got {weight}")
     if len(fused) < 3:
