@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
 
 from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient, SearchResult
@@ -16,15 +20,45 @@ def memory(stack: Stack, tenant: str, claw: str | None = None, user_id: str = ""
     return MemoryClient(stack.api_url, token, user_id=user_id, timeout_s=60)
 
 
-def chat(user: str, reply: str = "Noted, thanks for telling me.") -> list[dict[str, str]]:
+NOTED = "Noted, thanks for telling me."  # the assistant's reply in a session told by ``tell``
+
+
+def chat(user: str, reply: str = NOTED) -> list[dict[str, str]]:
     return [{"role": "user", "content": user}, {"role": "assistant", "content": reply}]
 
 
+def converse(mem: MemoryClient, history: Sequence[tuple[str, str, str]]) -> list[str]:
+    """Each (day, what the user said, the assistant's reply) of ``history`` as a session of its own, ``s-<i>`` at
+    09:00 that day; the episode ids."""
+    return [mem.add(chat(said, reply), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
+            for i, (day, said, reply) in enumerate(history)]  # fmt: skip
+
+
 def tell(mem: MemoryClient, history: list[tuple[str, str]]) -> list[str]:
-    """Each (day, what the user said) of ``history`` as a session of its own, ``s-<i>`` at 09:00 that day; the
-    episode ids."""
-    return [mem.add(chat(text), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
-            for i, (day, text) in enumerate(history)]  # fmt: skip
+    """Each (day, what the user said) of ``history`` as a session of its own (``converse``, the default reply)."""
+    return converse(mem, [(day, text, NOTED) for day, text in history])
+
+
+def conversed(stack: Stack, claw: str, user_id: str, history: Sequence[tuple[str, str, str]]) -> MemoryClient:
+    """The memory of ``claw`` and ``user_id`` in tenant mem-b, told ``history`` (``converse``), once every episode
+    is searchable."""
+    mem = memory(stack, "mem-b", claw=claw, user_id=user_id)
+    mem.wait_indexed(converse(mem, history), timeout_s=120)
+    return mem
+
+
+@asynccontextmanager
+async def app_pool(stack: Stack, max_size: int = 1) -> AsyncIterator[AsyncConnectionPool]:
+    """A pool on the application role, as the API opens it (row-level security, no prepared statements), with
+    its first connection ready: whether it has one to spare is then not a race."""
+    settings = stack.settings
+    pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=max_size,
+                               open=False, kwargs={"prepare_threshold": None})  # fmt: skip
+    await pool.open(wait=True)
+    try:
+        yield pool
+    finally:
+        await pool.close()
 
 
 def told_with_fact(stack: Stack, user_id: str, history: list[tuple[str, str]], value: str) -> MemoryClient:

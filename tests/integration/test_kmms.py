@@ -17,7 +17,7 @@ from hivemem.settings import Settings
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient, SearchResult
 from tests.conftest import wait_until
-from tests.integration.kmms_support import memory, tell
+from tests.integration.kmms_support import app_pool, memory, tell
 
 pytestmark = pytest.mark.integration
 
@@ -149,29 +149,20 @@ def test_a_large_memorys_full_text_selects_by_its_rarer_lexemes(person: MemoryCl
     import asyncio
     import time
 
-    from psycopg_pool import AsyncConnectionPool
-
     from projections import kmms_search
     from projections.queries import tenant_tx
 
-    settings: Settings = stack.settings
     monkeypatch.setattr(kmms_search, "EXACT_STATS_BELOW", 0)
 
     async def sessions(query: str, common: set[str], prune: bool = True, said: bool = False) -> list[str]:
         monkeypatch.setattr(kmms_search, "_common", {said: (time.monotonic(), frozenset(common))})
-        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=1,
-                                   open=False)  # fmt: skip
-        await pool.open(wait=True)  # its first connection ready: whether it has one to spare is then not a race
-        try:
-            async with tenant_tx(pool, "mem-b") as conn:
-                p = {"t": "mem-b", "c": CLAW, "s": "ana", "text": query, "start": -(2**62), "bound": 2**62,
-                     "th": None, "n": 5}  # fmt: skip
-                units = await kmms_search._bm25_units(conn, p, prune=prune, said=said)
-                cur = await conn.execute("SELECT DISTINCT session_id FROM kmms.kmms_units WHERE unit_id = ANY(%s)",
-                                         (units,))  # fmt: skip
-                return sorted(str(r[0]) for r in await cur.fetchall())
-        finally:
-            await pool.close()
+        async with app_pool(stack, max_size=1) as pool, tenant_tx(pool, "mem-b") as conn:
+            p = {"t": "mem-b", "c": CLAW, "s": "ana", "text": query, "start": -(2**62), "bound": 2**62,
+                 "th": None, "n": 5}  # fmt: skip
+            units = await kmms_search._bm25_units(conn, p, prune=prune, said=said)
+            cur = await conn.execute("SELECT DISTINCT session_id FROM kmms.kmms_units WHERE unit_id = ANY(%s)",
+                                     (units,))  # fmt: skip
+            return sorted(str(r[0]) for r in await cur.fetchall())
 
     assert asyncio.run(sessions("sourdough bread crust", {"bread", "crust"})) == ["s-5"]
     assert asyncio.run(sessions("bread crust", {"bread", "crust"})) == []
@@ -186,8 +177,6 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
     of the pool's connections, giving the units the single ranking gives, in its order; with no connection to
     spare it is one ranking."""
     import asyncio
-
-    from psycopg_pool import AsyncConnectionPool
 
     from projections import kmms_search
     from projections.queries import tenant_tx
@@ -210,20 +199,14 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
 
     async def ranking(max_size: int, use_pool: bool) -> tuple[list[str], int]:
         calls.clear()
-        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1,
-                                   max_size=max_size, open=False)  # fmt: skip
-        await pool.open(wait=True)  # its first connection ready: whether it has one to spare is then not a race
-        try:
-            async with tenant_tx(pool, "mem-b") as conn:
-                where = "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"
-                p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 7, "v_asked": 0.1,
-                     "v_told": -0.1, "v_reply": 0.2}  # fmt: skip
-                window = await kmms_search._window_units(conn, where, p)
-                units = await kmms_search._window_ranking(conn, pool if use_pool else None, "mem-b", where, p,
-                                                          window)  # fmt: skip
-                return units, len(calls)
-        finally:
-            await pool.close()
+        async with app_pool(stack, max_size=max_size) as pool, tenant_tx(pool, "mem-b") as conn:
+            where = "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"
+            p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 7, "v_asked": 0.1,
+                 "v_told": -0.1, "v_reply": 0.2}  # fmt: skip
+            window = await kmms_search._window_units(conn, where, p)
+            units = await kmms_search._window_ranking(conn, pool if use_pool else None, "mem-b", where, p,
+                                                      window)  # fmt: skip
+            return units, len(calls)
 
     single, one = asyncio.run(ranking(2, use_pool=False))
     halves, two = asyncio.run(ranking(2, use_pool=True))
@@ -239,8 +222,6 @@ def test_a_large_memorys_nearest_units_rank_as_a_small_ones(person: MemoryClient
     are those of the small memory's exact path, in its order, and those ``_exact`` ranks by each unit's best
     vector; with a bound in the past, only units up to it."""
     import asyncio
-
-    from psycopg_pool import AsyncConnectionPool
 
     from projections import kmms_search
     from projections.queries import tenant_tx
@@ -260,19 +241,13 @@ def test_a_large_memorys_nearest_units_rank_as_a_small_ones(person: MemoryClient
     async def nearest(large: bool, bound: int, exact: bool = False) -> list[str]:
         monkeypatch.setattr(kmms_search, "EXACT_STATS_BELOW", 0 if large else 5_000)
         kmms_search._stats.clear()
-        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=1,
-                                   open=False)  # fmt: skip
-        await pool.open(wait=True)
-        try:
-            async with tenant_tx(pool, "mem-b") as conn:
-                await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 6, "v_asked": 0.1,
-                     "v_told": -0.1, "v_reply": 0.2, "bound": bound, "start": -(2**62), "th": None}  # fmt: skip
-                if exact:
-                    return [u for u, _ in await kmms_search._exact(conn, where, p)]
-                return list(dict.fromkeys(await kmms_search._nearest(conn, where, p, 40)))[:6]
-        finally:
-            await pool.close()
+        async with app_pool(stack, max_size=1) as pool, tenant_tx(pool, "mem-b") as conn:
+            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 6, "v_asked": 0.1,
+                 "v_told": -0.1, "v_reply": 0.2, "bound": bound, "start": -(2**62), "th": None}  # fmt: skip
+            if exact:
+                return [u for u, _ in await kmms_search._exact(conn, where, p)]
+            return list(dict.fromkeys(await kmms_search._nearest(conn, where, p, 40)))[:6]
 
     middle = times[len(times) // 2]
     for bound in (2**62, middle):

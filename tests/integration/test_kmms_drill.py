@@ -12,13 +12,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
 from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient
 from projections.kmms_search import NODE_COLUMNS, Memory, NodeRow, UnitHit, node_of
 from tests.conftest import wait_until
-from tests.integration.kmms_support import chat, memory, unit_vectors
+from tests.integration.kmms_support import app_pool, converse, memory, unit_vectors
 
 pytestmark = pytest.mark.integration
 
@@ -46,8 +45,7 @@ def _ms(day: str) -> int:
 @pytest.fixture(scope="module")
 def mover(stack: Stack) -> tuple[MemoryClient, list[str]]:
     mem = memory(stack, "mem-b", claw=CLAW, user_id="rui")
-    ids = [mem.add(chat(said, reply), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
-           for i, (day, said, reply) in enumerate(HISTORY)]  # fmt: skip
+    ids = converse(mem, HISTORY)
     wait_until(lambda: len(_residences(mem)) == 2, timeout=120, interval=0.5, what="the two residence versions")
     mem.wait_indexed(ids, timeout_s=120)
     return mem, ids
@@ -61,27 +59,19 @@ def _drill(stack: Stack, node_ids: list[str], ranked: list[UnitHit], kind: str, 
     from projections import kmms_drill
     from projections.queries import tenant_tx
 
-    settings = stack.settings
-
     async def run() -> list[UnitHit]:
-        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=1,
-                                   open=False)  # fmt: skip
-        await pool.open(wait=True)
-        try:
-            async with tenant_tx(pool, "mem-b") as conn:
-                cur = await conn.execute(f"SELECT {NODE_COLUMNS} FROM kmms.kmms_nodes n WHERE n.tenant = 'mem-b' "
-                                         "AND n.node_id = ANY(%s)", (node_ids,))  # fmt: skip
-                rows = {str(r[0]): r for r in await cur.fetchall()}
-                cur = await conn.execute("SELECT model, embedding::text FROM kmms.kmms_vectors WHERE "
-                                         "tenant = 'mem-b' AND unit_id = %s", (node_ids[0],))  # fmt: skip
-                model, vector = (await cur.fetchall())[0]
-                # The fact's own vector as the question's: similarity 1, so it drills.
-                nodes: list[NodeRow] = [node_of(rows[n], similarity=1.0) for n in node_ids]
-                floats = [float(x) for x in str(vector).strip("[]").split(",")]
-                return await kmms_drill.drill_facts(conn, Memory("mem-b", CLAW, "rui"), ranked, nodes, kind,
-                                                    _ms(as_of), floats, str(model), {})  # fmt: skip
-        finally:
-            await pool.close()
+        async with app_pool(stack, max_size=1) as pool, tenant_tx(pool, "mem-b") as conn:
+            cur = await conn.execute(f"SELECT {NODE_COLUMNS} FROM kmms.kmms_nodes n WHERE n.tenant = 'mem-b' "
+                                     "AND n.node_id = ANY(%s)", (node_ids,))  # fmt: skip
+            rows = {str(r[0]): r for r in await cur.fetchall()}
+            cur = await conn.execute("SELECT model, embedding::text FROM kmms.kmms_vectors WHERE "
+                                     "tenant = 'mem-b' AND unit_id = %s", (node_ids[0],))  # fmt: skip
+            model, vector = (await cur.fetchall())[0]
+            # The fact's own vector as the question's: similarity 1, so it drills.
+            nodes: list[NodeRow] = [node_of(rows[n], similarity=1.0) for n in node_ids]
+            floats = [float(x) for x in str(vector).strip("[]").split(",")]
+            return await kmms_drill.drill_facts(conn, Memory("mem-b", CLAW, "rui"), ranked, nodes, kind,
+                                                _ms(as_of), floats, str(model), {})  # fmt: skip
 
     return asyncio.run(run())
 
@@ -131,22 +121,15 @@ def _first_stage(stack: Stack, pool_size: int, start: str | None, bound: str, as
     from projections.kmms_search import VOICE
     from projections.queries import tenant_tx
 
-    settings = stack.settings
     question = "Where do I live?"
 
     async def run() -> list[tuple[str, float]]:
-        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1,
-                                   max_size=pool_size, open=False, kwargs={"prepare_threshold": None})  # fmt: skip
-        await pool.open(wait=True)
-        try:
-            async with tenant_tx(pool, "mem-b") as conn:
-                model, (floats,) = await unit_vectors(conn, CLAW, 1)
-                units = await first_stage(conn, pool, Memory("mem-b", CLAW, "rui"), floats, model, "live",
-                                          "hybrid", _ms(bound), None if start is None else _ms(start), _ms(as_of),
-                                          30, VOICE.adjustments(question), True)  # fmt: skip
-                return [(u.unit_id, round(u.fused, 9)) for u in units]
-        finally:
-            await pool.close()
+        async with app_pool(stack, max_size=pool_size) as pool, tenant_tx(pool, "mem-b") as conn:
+            model, (floats,) = await unit_vectors(conn, CLAW, 1)
+            units = await first_stage(conn, pool, Memory("mem-b", CLAW, "rui"), floats, model, "live",
+                                      "hybrid", _ms(bound), None if start is None else _ms(start), _ms(as_of),
+                                      30, VOICE.adjustments(question), True)  # fmt: skip
+            return [(u.unit_id, round(u.fused, 9)) for u in units]
 
     return asyncio.run(run())
 
@@ -167,22 +150,15 @@ def test_the_first_stage_side_by_side_ranks_as_one_after_the_other(
 def test_work_on_the_side_is_done_in_line_when_no_connection_is_free(stack: Stack) -> None:
     from projections.queries import on_side, tenant_tx
 
-    settings = stack.settings
-
     async def tenant_of(conn: Any) -> str:
         cur = await conn.execute("SELECT current_setting('hivemem.tenant', true)")
         return str((await cur.fetchone())[0])
 
     async def run() -> tuple[str | None, str | None]:
-        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=1,
-                                   open=False)  # fmt: skip
-        await pool.open(wait=True)
-        try:
+        async with app_pool(stack, max_size=1) as pool:
             async with tenant_tx(pool, "mem-b"):  # the pool's one connection, held: nothing to spare
                 busy = await asyncio.wait_for(on_side(pool, "mem-a", tenant_of), timeout=2)
             free = await on_side(pool, "mem-a", tenant_of)
             return busy, free
-        finally:
-            await pool.close()
 
     assert asyncio.run(run()) == (None, "mem-a")

@@ -14,7 +14,7 @@ from hivemem.stack import Stack
 from producers.memory_client import MemoryClient, MemoryError_
 from projections.replay import rebuild
 from tests.conftest import wait_until
-from tests.integration.kmms_support import chat, memory
+from tests.integration.kmms_support import chat, memory, tell
 from tests.integration.support import owner_db
 
 pytestmark = pytest.mark.integration
@@ -36,8 +36,7 @@ def _rows(stack: Stack, tenant: str, claw: str, user: str) -> dict[str, int]:
 
 
 def _told(mem: MemoryClient) -> list[str]:
-    ids = [mem.add(chat(text), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
-           for i, (day, text) in enumerate(TOLD)]  # fmt: skip
+    ids = tell(mem, TOLD)
     wait_until(lambda: any("Porto" in (f.fact_value or "") for f in mem.facts("residence")), timeout=120,
                interval=0.3, what="the residence fact")  # fmt: skip
     mem.wait_indexed(ids, timeout_s=120)

@@ -16,11 +16,10 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
-from tests.integration.kmms_support import chat, memory
+from tests.integration.kmms_support import app_pool, conversed
 
 pytestmark = pytest.mark.integration
 
@@ -47,11 +46,7 @@ AS_OF = "2026-06-10"
 
 @pytest.fixture(scope="module")
 def fan(stack: Stack) -> MemoryClient:
-    mem = memory(stack, "mem-b", claw=CLAW, user_id="ines")
-    ids = [mem.add(chat(said, reply), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
-           for i, (day, said, reply) in enumerate(HISTORY)]  # fmt: skip
-    mem.wait_indexed(ids, timeout_s=120)
-    return mem
+    return conversed(stack, CLAW, "ines", HISTORY)
 
 
 @pytest.fixture(scope="module")
@@ -67,20 +62,14 @@ def off_and_on(stack: Stack, fan: MemoryClient) -> tuple[list[str], list[str]]:
     emb = embedder()
     at = int(datetime.fromisoformat(AS_OF).replace(tzinfo=UTC).timestamp() * 1000)
     own, blended = question_vectors(emb.embed_query, q.content_query(QUESTION, at), 0.5)
-    settings = stack.settings
 
     async def ranks(beta: float) -> list[str]:
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(kmms_search, "FEEDBACK_BETA", beta)
-            pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=2,
-                                       open=False, kwargs={"prepare_threshold": None})  # fmt: skip
-            await pool.open(wait=True)
-            try:
+            async with app_pool(stack, max_size=2) as pool:
                 res = await q.search(pool, Memory("mem-b", CLAW, "ines"),
                                      q.SearchParams(QUESTION, blended or own, emb.model_id, len(HISTORY), at,
                                                     own_vector=own if blended else None))  # fmt: skip
-            finally:
-                await pool.close()
         return [h.session_id or "" for h in res.hits if h.layer == 4]
 
     return asyncio.run(ranks(0.0)), asyncio.run(ranks(kmms_search.FEEDBACK_BETA))

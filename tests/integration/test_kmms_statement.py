@@ -16,12 +16,11 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.statement import blend
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
-from tests.integration.kmms_support import chat, memory, unit_vectors
+from tests.integration.kmms_support import app_pool, conversed, unit_vectors
 
 pytestmark = pytest.mark.integration
 
@@ -41,11 +40,7 @@ QUESTION = "Where do I work?"
 
 @pytest.fixture(scope="module")
 def worker(stack: Stack) -> MemoryClient:
-    mem = memory(stack, "mem-b", claw=CLAW, user_id="noor")
-    ids = [mem.add(chat(said, reply), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
-           for i, (day, said, reply) in enumerate(HISTORY)]  # fmt: skip
-    mem.wait_indexed(ids, timeout_s=120)
-    return mem
+    return conversed(stack, CLAW, "noor", HISTORY)
 
 
 def test_the_statement_form_ranks_what_the_user_told_first(worker: MemoryClient) -> None:
@@ -65,13 +60,8 @@ def test_reported_similarities_are_the_questions_own(stack: Stack, worker: Memor
     from projections.kmms_search import Memory
     from projections.queries import tenant_tx
 
-    settings = stack.settings
-
     async def run() -> tuple[q.SearchResult, q.SearchResult]:
-        pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=2,
-                                   open=False, kwargs={"prepare_threshold": None})  # fmt: skip
-        await pool.open(wait=True)
-        try:
+        async with app_pool(stack, max_size=2) as pool:
             async with tenant_tx(pool, "mem-b") as conn:
                 model, (own, other) = await unit_vectors(conn, CLAW, 2)
             m, at = Memory("mem-b", CLAW, "noor"), _ms("2026-04-01")
@@ -79,8 +69,6 @@ def test_reported_similarities_are_the_questions_own(stack: Stack, worker: Memor
                                                              own_vector=own))  # fmt: skip
             plain = await q.search(pool, m, q.SearchParams(QUESTION, own, model, 4, at))
             return blended, plain
-        finally:
-            await pool.close()
 
     blended, plain = asyncio.run(run())
     by_plain = {h.node_id: h.similarity for h in plain.hits if h.layer == 4}

@@ -11,7 +11,7 @@ import pytest
 
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
-from tests.integration.kmms_support import chat, memory
+from tests.integration.kmms_support import conversed
 
 pytestmark = pytest.mark.integration
 
@@ -27,11 +27,7 @@ HISTORY = [  # (date, what the user said, the assistant's reply)
 
 @pytest.fixture(scope="module")
 def rower(stack: Stack) -> MemoryClient:
-    mem = memory(stack, "mem-b", claw=f"window-{uuid.uuid4().hex[:6]}", user_id="ines")
-    ids = [mem.add(chat(said, reply), session_id=f"s-{i}", occurred_at=f"{day}T09:00:00Z").episode_id
-           for i, (day, said, reply) in enumerate(HISTORY)]  # fmt: skip
-    mem.wait_indexed(ids, timeout_s=120)
-    return mem
+    return conversed(stack, f"window-{uuid.uuid4().hex[:6]}", "ines", HISTORY)
 
 
 def test_the_round_that_set_the_state_comes_before_the_months_small_talk(rower: MemoryClient) -> None:
