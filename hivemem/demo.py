@@ -224,7 +224,7 @@ def run_memory(settings: Settings, api_url: str, console: Console) -> bool:
     mem.wait_indexed(ids, timeout_s=60)  # then for every unit and derived node to have its vector
     now = mem.ask("Where do I live now?")
     then = mem.search("Where did I live in March?", as_of="2026-04-30T00:00:00Z")
-    fact_then = next((h for h in then.hits if h.layer == 2 and h.fact_key == "residence"), None)
+    fact_then = next((h for h in then.context if h.layer == 2 and h.fact_key == "residence"), None)
     console.print(f"Where do I live now? -> {now.answer!r} (L{now.result.answer_layer}, confidence "
                   f"{now.result.confidence:.2f}, evidence {now.result.provenance[-1:]})")  # fmt: skip
     if fact_then is not None:

@@ -8,8 +8,9 @@
     answer = mem.ask("what does John think about the DuckDB migration?")
     print(answer.answer, answer.result.confidence, answer.result.provenance)
 
-Every hit carries its layer (1–4), score, confidence, hedging, the source episode/session ids
-and time fields, so an agent can cite its evidence. Errors raise ``MemoryError_`` with the
+A search's ``hits`` are evidence (L4 episodes: what an agent can cite), each with its score,
+confidence, hedging, episode/session ids and time fields; its ``context`` holds what HiveMem derived
+from them (L1–L3 abstractions, facts, summaries) with the sessions each cites. Errors raise ``MemoryError_`` with the
 server's reason code (PII_REJECTED, DUPLICATE_CONTENT, ...).
 """
 
@@ -53,6 +54,8 @@ class Hit(_View):
     supersedes: str | None = None
     superseded_by: str | None = None
     source_ids: list[str] = []
+    session_ids: list[str] = []  # a derived node's: the sessions of the episodes it was read from
+    outdated_by: str | None = None  # a fact a later episode among the hits may have changed: that episode
     modifiers: list[tuple[str, float]] = []  # the confidence modifiers applied, e.g. ("newer_evidence", -0.3)
 
 
@@ -77,7 +80,8 @@ class SearchResult(_View):
     superseded_fallback: bool
     drill: list[LayerStep]
     provenance: list[str]
-    hits: list[Hit]
+    hits: list[Hit]  # evidence (L4 episodes), best first
+    context: list[Hit] = []  # derived nodes (L1-L3) with the sessions they cite; they never displace evidence
     latency_ms: float
     embedding_model: str | None = None  # the model whose vectors ranked the hits (None: text only)
 

@@ -32,6 +32,7 @@ from governance.kmms.strength import is_forgotten, strength_at
 from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
 from governance.kmms.voice import addressee
+from projections.kmms_context import cited_sessions
 from projections.kmms_drill import drill_facts
 from projections.kmms_own_similarity import own_similarities
 from projections.kmms_rerank import RECENCY, best_units, first_stage, named_changes, newest_first, outdated_facts
@@ -88,6 +89,10 @@ class MemoryHit(View):
     supersedes: str | None = None
     superseded_by: str | None = None
     source_ids: list[str] = []
+    # A derived node's provenance in sessions: those of the episodes it was read from (L1 -> L2 -> L3 -> L4).
+    session_ids: list[str] = []
+    # A fact a later episode among the hits may have changed (``newer_evidence``): that episode's id.
+    outdated_by: str | None = None
     logged_at: int | None = None
 
 
@@ -115,7 +120,10 @@ class SearchResult(View):
     drill: list[LayerStep]
     provenance: list[str]  # node ids from the top layer visited down to the answer
     embedding_model: str | None = None  # the model whose vectors ranked the hits (None: text only)
-    hits: list[MemoryHit]
+    hits: list[MemoryHit]  # evidence: episodes (L4), each by its best unit, best first
+    # What consolidation derived (L1-L3: abstractions, facts, summaries), best first, each with the sessions it
+    # cites: it explains and may answer, but never takes an evidence hit's place (docs/kmms.md, "Evidence first").
+    context: list[MemoryHit] = []
     latency_ms: float
 
 
@@ -203,13 +211,14 @@ class SearchParams:
     own_vector: list[float] | None = None
 
 
-def _hit_from_node(n: NodeRow, now: int, current_query: bool, newer_evidence: bool = False) -> MemoryHit:
+def _hit_from_node(n: NodeRow, now: int, current_query: bool, outdated_by: str | None = None,
+                   sessions: list[str] | None = None) -> MemoryHit:
     # Superseded as of ``now`` (the question's as_of): a node superseded later was the current one then, and
     # neither its status nor what superseded it may show (no future leaks), nor cost it confidence.
     superseded = n.status == "SUPERSEDED" and (n.valid_until is None or n.valid_until <= now)
     s = strength_at(n.strength, n.last_verified or n.logged_at, now)
     evidence = len(set(n.source_ids))
-    signals = NodeSignals(n.layer, n.similarity, evidence, n.last_verified, s, superseded, newer_evidence)
+    signals = NodeSignals(n.layer, n.similarity, evidence, n.last_verified, s, superseded, outdated_by is not None)
     c = score(signals, now, current_query)
     return MemoryHit(layer=n.layer, node_id=n.node_id, score=round(n.fused, 6), similarity=round(n.similarity, 4),
                      confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
@@ -218,7 +227,7 @@ def _hit_from_node(n: NodeRow, now: int, current_query: bool, newer_evidence: bo
                      status="SUPERSEDED" if superseded else "CURRENT", entity=n.entity, topic=n.topic,
                      fact_key=n.fact_key, fact_value=n.fact_value, version=n.version, supersedes=n.supersedes,
                      superseded_by=n.superseded_by if superseded else None, source_ids=list(n.source_ids),
-                     logged_at=n.logged_at)  # fmt: skip
+                     session_ids=sessions or [], outdated_by=outdated_by, logged_at=n.logged_at)  # fmt: skip
 
 
 def _hit_from_unit(u: UnitHit, now: int) -> MemoryHit:
@@ -273,13 +282,12 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
         later = {f: ranked[j].episode_id for f, j in outdated.items()}
         ranked = (await drill_facts(conn, m, [*ranked, *every[sp.k:]], [n for n in nodes if n.node_id not in later],
                                     intent.kind, as_of, sp.vector, sp.model, voices))[: sp.k]  # fmt: skip
-        at = {u.episode_id: i for i, u in enumerate(ranked)}
-        outdated = {f: at.get(e, len(ranked) - 1) for f, e in later.items()}
         if sp.own_vector is not None and sp.vector is not None:
             ranked, nodes = await own_similarities(conn, m, sp.model, sp.own_vector, voices, ranked, nodes)
+        cited = await cited_sessions(conn, m, [n.node_id for n in nodes])
     eval_at = as_of
-    node_hits = [_hit_from_node(n, eval_at, current_query, n.node_id in outdated) for n in nodes
-                 if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
+    node_hits = [_hit_from_node(n, eval_at, current_query, later.get(n.node_id), cited.get(n.node_id, []))
+                 for n in nodes if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
                  or intent.kind == "EVOLUTION"]  # fmt: skip
     l4 = [_hit_from_unit(u, eval_at) for u in ranked]
     floor, floor_reason = min_depth(sp.query)
@@ -287,7 +295,7 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     provenance: list[str] = []
     answer: MemoryHit | None = None
     for layer in (1, 2, 3, 4):
-        candidates = [h for h in (l4 if layer == 4 else node_hits) if h.layer == layer and h.node_id not in outdated]
+        candidates = [h for h in (l4 if layer == 4 else node_hits) if h.layer == layer and h.outdated_by is None]
         best = max(candidates, key=lambda h: h.similarity, default=None)
         covered = best is not None and all(t in (best.text + " " + (best.entity or "")).lower() for t in terms)
         v = judge_layer(layer, best.similarity if best else None, covered, floor, sp.tau, floor_reason)
@@ -309,26 +317,16 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     confidence = 0.0 if answer is None else answer.confidence
     if abstained and answer is not None:
         confidence = min(confidence, 0.30 if terms else 0.0)  # L0 at most: "I have something on this topic"
-    hits = place_after(node_hits if intent.kind == "EVOLUTION" else node_hits[: sp.k], l4, outdated)
+    context = node_hits if intent.kind == "EVOLUTION" else node_hits[: sp.k]
+    # An outdated fact goes after the others: the later episode among the hits may have changed it.
+    context = [*(h for h in context if h.outdated_by is None), *(h for h in context if h.outdated_by is not None)]
     return SearchResult(
         query=sp.query, as_of=as_of, temporal_intent=intent.kind, window_start=intent.start_ms,
         window_end=intent.end_ms, temporal_cues=list(intent.cues), entities=terms,
         answer_layer=None if answer is None else answer.layer, confidence=confidence,
         hedging_prefix=_hedge(confidence), layer_meaning=None if answer is None else answer.layer_meaning,
-        abstained=abstained, superseded_fallback=fallback, drill=drill, provenance=provenance, hits=hits,
-        latency_ms=round((time.perf_counter() - started) * 1000, 3))  # fmt: skip
-
-
-def place_after(nodes: list[MemoryHit], l4: list[MemoryHit], outdated: dict[str, int]) -> list[MemoryHit]:
-    """Nodes first, then episodes; an outdated fact right after the later episode on its topic."""
-    after: dict[int, list[MemoryHit]] = {}
-    for h in nodes:
-        if h.node_id in outdated:
-            after.setdefault(outdated[h.node_id], []).append(h)
-    out = [h for h in nodes if h.node_id not in outdated]
-    for i, h in enumerate(l4):
-        out += [h, *after.get(i, [])]
-    return out
+        abstained=abstained, superseded_fallback=fallback, drill=drill, provenance=provenance, hits=l4,
+        context=context, latency_ms=round((time.perf_counter() - started) * 1000, 3))  # fmt: skip
 
 
 def _hedge(value: float) -> str | None:

@@ -206,7 +206,7 @@ def router(ctx: Ctx) -> APIRouter:
         """The answering hit's text behind its hedging prefix, with the whole retrieval as evidence;
         no answer (and a low confidence) when nothing in memory is about the question."""
         res = await run_search(who, body)
-        top = next((h for h in res.hits if h.layer == res.answer_layer), None)
+        top = next((h for h in [*res.context, *res.hits] if h.layer == res.answer_layer), None)
         if res.abstained or top is None:
             return AskOut(answer=None, result=res)
         text = top.fact_value if top.layer == 2 and top.fact_value else strip_roles(top.text)

@@ -77,8 +77,8 @@ def facts_of(mem: MemoryClient, value: str) -> list[Hit]:
 
 
 def fact_hit(res: SearchResult, value: str) -> tuple[int, Hit]:
-    """The first L2 hit whose value holds ``value``, with its place among the hits."""
-    return next((i, h) for i, h in enumerate(res.hits) if h.layer == 2 and value in (h.fact_value or ""))
+    """The first L2 node of the result's context whose value holds ``value``, with its place there."""
+    return next((i, h) for i, h in enumerate(res.context) if h.layer == 2 and value in (h.fact_value or ""))
 
 
 async def unit_vectors(conn: Any, claw: str, n: int) -> tuple[str, list[list[float]]]:

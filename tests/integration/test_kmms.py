@@ -57,7 +57,7 @@ def person(stack: Stack) -> MemoryClient:
 
 
 def _leaks(res: SearchResult, as_of: datetime) -> list[str]:
-    return [h.node_id for h in res.hits
+    return [h.node_id for h in [*res.hits, *res.context]
             if (h.occurred_at and h.occurred_at > as_of) or (h.valid_from and h.valid_from > as_of)]  # fmt: skip
 
 
@@ -73,7 +73,7 @@ def test_layers_appear_with_version_chains(person: MemoryClient) -> None:
     assert {f.fact_key for f in current} >= {"residence", "employer"}
     assert not any("Lisbon" in (f.fact_value or "") for f in current if f.fact_key == "residence")
     by_meaning = person.search("Where do I live now?", k=5, mode="vector")  # the facts are embedded too
-    assert any(h.layer == 2 and "Porto" in (h.fact_value or "") and h.similarity > 0.3 for h in by_meaning.hits)
+    assert any(h.layer == 2 and "Porto" in (h.fact_value or "") and h.similarity > 0.3 for h in by_meaning.context)
     terms = {t["term"] for t in person.entities()}
     assert {"porto", "lisbon", "residence", "employment"} <= terms
 
@@ -81,9 +81,11 @@ def test_layers_appear_with_version_chains(person: MemoryClient) -> None:
 def test_current_evolution_and_point_in_time(person: MemoryClient) -> None:
     now = person.search("Where do I live now?", k=5)
     assert now.temporal_intent == "CURRENT"
-    facts = [h for h in now.hits if h.layer == 2 and h.fact_key == "residence"]
+    facts = [h for h in now.context if h.layer == 2 and h.fact_key == "residence"]
     assert facts and "Porto" in (facts[0].fact_value or "") and facts[0].status == "CURRENT"
     assert all("Lisbon" not in (h.fact_value or "") for h in facts)
+    assert all(h.layer == 4 for h in now.hits)  # evidence first: the facts are context
+    assert facts[0].session_ids and set(facts[0].session_ids) <= {f"s-{i}" for i in range(8)}
     top = now.hits[0]
     assert 0.0 <= top.confidence <= 1.0 and top.layer_meaning and now.provenance
     # The move's session is evidence, and it comes before the older sessions about the same flat
@@ -95,16 +97,16 @@ def test_current_evolution_and_point_in_time(person: MemoryClient) -> None:
 
     evo = person.search("How has the place where I live changed over time?", k=5)
     assert evo.temporal_intent == "EVOLUTION"
-    chain = [h for h in evo.hits if h.layer == 2 and h.fact_key == "residence"]
+    chain = [h for h in evo.context if h.layer == 2 and h.fact_key == "residence"]
     assert [("Lisbon" in (h.fact_value or ""), h.status) for h in chain] == [(True, "SUPERSEDED"), (False, "CURRENT")]
 
     then = person.search("Where did I live in March?", k=5, as_of="2026-04-30T00:00:00Z")
     assert then.temporal_intent == "POINT_IN_TIME"
-    facts = [h for h in then.hits if h.layer == 2 and h.fact_key == "residence"]
+    facts = [h for h in then.context if h.layer == 2 and h.fact_key == "residence"]
     assert facts and all("Lisbon" in (h.fact_value or "") for h in facts)
     # Asked on April 10, before the move (April 20): Lisbon was current then, and the move must not show in it.
     before = person.search("Where do I live?", k=5, as_of="2026-04-10T00:00:00Z")
-    facts = [h for h in before.hits if h.layer == 2 and h.fact_key == "residence"]
+    facts = [h for h in before.context if h.layer == 2 and h.fact_key == "residence"]
     assert facts and all("Lisbon" in (h.fact_value or "") for h in facts)
     assert all(h.status == "CURRENT" and h.superseded_by is None and h.valid_until is None for h in facts)
 
@@ -291,5 +293,5 @@ def test_no_result_is_from_after_as_of(person: MemoryClient, day: int, query: st
     res = person.search(query, k=10, as_of=when)
     assert _leaks(res, when) == []
     # A supersession after as_of is the future: a hit superseded then is shown as it was, current.
-    assert all(h.valid_until is None or h.valid_until <= when for h in res.hits)
-    assert all(h.superseded_by is None for h in res.hits if h.status == "CURRENT")
+    assert all(h.valid_until is None or h.valid_until <= when for h in [*res.hits, *res.context])
+    assert all(h.superseded_by is None for h in [*res.hits, *res.context] if h.status == "CURRENT")

@@ -57,7 +57,8 @@ def test_erase_removes_everything_told_before_and_only_that(stack: Stack) -> Non
     assert done.status == "ERASED" and done.erased_at is not None
     assert [(e.erasure_id, e.reason) for e in mem.erasures()] == [(done.erasure_id, "user request #1")]
     assert _rows(stack, "mem-a", claw, user) == dict.fromkeys(TABLES, 0)
-    assert mem.search("Where do I live now?", k=10).hits == []
+    gone = mem.search("Where do I live now?", k=10)
+    assert gone.hits == [] and gone.context == []
     assert mem.facts() == [] and mem.entities() == []
     assert mem.ask("Where do I live?").answer is None
 

@@ -51,8 +51,8 @@ def test_a_change_naming_the_value_comes_before_the_fact_and_its_episode(viewer:
     assert change is not None, [(h.layer, h.session_id, h.text[:60]) for h in res.hits]
     told = _episode(res, "s-0")
     assert told is None or change < told, "\n".join(f"{h.layer} {h.session_id} {h.text[:50]}" for h in res.hits)
-    i, fact = fact_hit(res, "Severance")
-    assert change < i
+    _, fact = fact_hit(res, "Severance")
+    assert fact.outdated_by == res.hits[change].episode_id
     assert "newer_evidence" in [name for name, _ in fact.modifiers]
 
 

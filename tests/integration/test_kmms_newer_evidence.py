@@ -38,9 +38,10 @@ def test_the_log_keeps_the_old_value_current(viewer: MemoryClient) -> None:
 def test_a_fact_comes_after_the_later_episode_that_may_have_changed_it(viewer: MemoryClient) -> None:
     res = viewer.search(QUESTION, k=5, as_of="2026-06-01T00:00:00Z")
     assert res.temporal_intent == "CURRENT"
-    i, fact = fact_hit(res, "Dark")
-    change = next(j for j, h in enumerate(res.hits) if h.layer == 4 and h.session_id == "s-5")
-    assert change < i
+    _, fact = fact_hit(res, "Dark")
+    change = next(h for h in res.hits if h.session_id == "s-5")
+    assert fact.outdated_by == change.episode_id  # the later evidence is a hit, the fact names it
+    assert all(h.layer == 4 for h in res.hits)  # evidence first: the fact is context, never a hit
     assert ("newer_evidence", -0.3) in [(name, round(d, 2)) for name, d in fact.modifiers]
     assert fact.status == "CURRENT" and fact.confidence <= 0.45  # 0.75 base, -0.30, and the others
     assert res.provenance and fact.node_id != res.provenance[-1]  # the drill never answers with it
@@ -52,4 +53,4 @@ def test_before_the_change_or_about_the_past_the_fact_stands(viewer: MemoryClien
     assert "newer_evidence" not in [name for name, _ in fact.modifiers]
     evolution = viewer.search("How has my favourite show changed over time?", k=5, as_of="2026-06-01T00:00:00Z")
     assert evolution.temporal_intent == "EVOLUTION"
-    assert all("newer_evidence" not in [n for n, _ in h.modifiers] for h in evolution.hits)
+    assert all("newer_evidence" not in [n for n, _ in h.modifiers] for h in evolution.context)
