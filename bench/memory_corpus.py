@@ -133,7 +133,8 @@ class Corpus:
     def stats(self) -> dict[str, Any]:
         sessions = [s for u in self.users for s in u.sessions]
         turns = [len(s.turns) for s in sessions]
-        by_cat = {c: sum(q.category == c for q in self.questions) for c in CATEGORIES}
+        present = dict.fromkeys(q.category for q in self.questions)  # a public dataset's own categories too
+        by_cat = {c: sum(q.category == c for q in self.questions) for c in (*CATEGORIES, *present)}
         by_id = self.sessions_by_id()
         later = sum(any(parse_iso(s.occurred_at) > parse_iso(q.question_date)
                         for s in next(u for u in self.users if u.user_id == q.user_id).sessions)

@@ -1,0 +1,145 @@
+"""Public long-conversation benchmarks as a bench ``Corpus`` (``hivemem bench memory --dataset locomo|longmemeval``).
+
+**LoCoMo** (snap-research/LoCoMo, ``data/locomo10.json``: a list of 10 samples, each a ``conversation`` between
+``speaker_a`` and ``speaker_b`` in numbered sessions, ``session_N_date_time`` like "1:56 pm on 8 May, 2023" and
+``session_N`` a list of turns ``{speaker, dia_id "D1:3", text, (img_url, blip_caption)}``, and ``qa``, a list of
+``{question, answer, evidence ["D1:3", ...], category 1..5}``), read by this protocol:
+
+* each conversation is its own memory (one bench user, ``locomo-<sample_id>``);
+* each session is one episode, occurring at its ``date_time`` (read as UTC), in session order;
+* every turn is a ``user`` message whose content is ``"<speaker>: <text>"`` (with ``photos=True``, a turn that
+  shares an image gets `` [shares a photo of <blip_caption>]`` appended; off by default);
+* every question is asked at one day after the conversation's last session;
+* questions of categories 1-4 are kept when at least one of their evidence ids is a well-formed turn id
+  (``D<session>:<turn>``, nothing else in the string) of a session the conversation has; the evidence sessions
+  are the sessions of those ids. On ``locomo10.json`` that keeps 1,532 of the 1,540 questions of categories 1-4
+  (the 446 adversarial questions of category 5 have no answer in the conversation and are left out);
+* categories, LoCoMo's own numbering (its repository; category-2 questions ask "When did ..."):
+  1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop.
+
+**LongMemEval** (the ``_s`` / ``_m`` / ``_oracle`` JSON): ``bench.memory_corpus.from_longmemeval``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.memory_corpus import CATEGORIES, Corpus, Question, Session, Turn, User, from_longmemeval, generate, iso
+
+DATASETS = ("synthetic", "locomo", "longmemeval")
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+LOCOMO_ADVERSARIAL = 5
+_SESSION_KEY = re.compile(r"session_([0-9]+)")
+_TURN_ID = re.compile(r"D([0-9]+):([0-9]+)")
+_DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+
+
+def locomo_date(s: str) -> datetime:
+    return datetime.strptime(s.strip(), _DATE_FORMAT).replace(tzinfo=UTC)
+
+
+def evidence_sessions(evidence: list[str], sessions: set[int]) -> list[int]:
+    """The sessions (numbers, first-seen order) of the well-formed evidence turn ids that map to a session."""
+    out: list[int] = []
+    for e in evidence:
+        m = _TURN_ID.fullmatch(str(e).strip())
+        if m and int(m.group(1)) in sessions and int(m.group(1)) not in out:
+            out.append(int(m.group(1)))
+    return out
+
+
+def _content(turn: dict[str, Any], photos: bool) -> str:
+    text = f"{turn['speaker']}: {turn.get('text') or ''}".rstrip()
+    if photos and turn.get("blip_caption"):
+        text += f" [shares a photo of {turn['blip_caption']}]"
+    return text
+
+
+def locomo_counts(data: list[dict[str, Any]]) -> Counter[str]:
+    """What the protocol keeps and leaves out of ``data`` (a parsed LoCoMo file): ``kept``, ``adversarial``,
+    ``no evidence`` (categories 1-4 without a usable evidence id), ``other category``."""
+    out: Counter[str] = Counter()
+    for sample in data:
+        numbers = {int(m.group(1)) for k in sample["conversation"] if (m := _SESSION_KEY.fullmatch(k))}
+        for qa in sample["qa"]:
+            cat = qa.get("category")
+            if cat == LOCOMO_ADVERSARIAL:
+                out["adversarial"] += 1
+            elif cat not in LOCOMO_CATEGORIES:
+                out["other category"] += 1
+            elif evidence_sessions(qa.get("evidence") or [], numbers):
+                out["kept"] += 1
+            else:
+                out["no evidence"] += 1
+    return out
+
+
+def locomo_note(path: str | Path, limit: int | None = None) -> str:
+    """What the protocol kept of the file's (first ``limit``) conversations, for the report."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))[:limit]
+    c = locomo_counts(data)
+    return (f"LoCoMo protocol: {len(data)} conversations, {c['kept']:,} questions of categories 1-4 with evidence "
+            f"kept; left out: {c['adversarial']} adversarial (category 5), {c['no evidence']} of categories 1-4 "
+            f"without a usable evidence turn id" + (f", {c['other category']} of other categories"
+                                                    if c["other category"] else ""))  # fmt: skip
+
+
+def from_locomo(path: str | Path, limit: int | None = None, photos: bool = False) -> Corpus:
+    """The LoCoMo JSON as a ``Corpus`` (the module's protocol); ``limit``: its first N conversations."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))[:limit]
+    users, questions = [], []
+    for sample in data:
+        sid = str(sample["sample_id"])
+        uid = f"locomo-{sid}"
+        conv = sample["conversation"]
+        numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION_KEY.fullmatch(k)))
+        sessions: dict[int, Session] = {}
+        for n in numbers:
+            said = [t for t in conv[f"session_{n}"] if t.get("text") or (photos and t.get("blip_caption"))]
+            turns = [Turn("user", _content(t, photos)) for t in said]
+            if turns:
+                when = iso(locomo_date(conv[f"session_{n}_date_time"]))
+                sessions[n] = Session(f"{sid}-s{n}", uid, when, turns, topic="conversation")
+        ordered = [s for _, s in sorted(sessions.items(), key=lambda kv: (kv[1].occurred_at, kv[0]))]
+        as_of = iso(max(locomo_date(conv[f"session_{n}_date_time"]) for n in sessions) + timedelta(days=1))
+        evidence_ids: set[str] = set()
+        for i, qa in enumerate(sample["qa"]):
+            cat = qa.get("category")
+            if cat not in LOCOMO_CATEGORIES:
+                continue
+            ev = [sessions[n].session_id for n in evidence_sessions(qa.get("evidence") or [], set(sessions))]
+            if not ev:
+                continue
+            evidence_ids.update(ev)
+            questions.append(Question(f"{sid}-q{i}", uid, str(qa["question"]), as_of, str(qa.get("answer", "")), ev,
+                                      LOCOMO_CATEGORIES[cat], fact_kind=f"locomo-{cat}"))  # fmt: skip
+        for s in ordered:
+            s.role = "evidence" if s.session_id in evidence_ids else "distractor"
+        users.append(User(uid, as_of, ordered))
+    return Corpus(0, users, questions, source=f"locomo:{Path(path).name}" + (" (photos)" if photos else ""))
+
+
+def categories(corpus: Corpus) -> tuple[str, ...]:
+    """The corpus' categories in report order: the synthetic/LongMemEval ones, LoCoMo's, then any other."""
+    known = (*CATEGORIES, *LOCOMO_CATEGORIES.values())
+    present = list(dict.fromkeys(q.category for q in corpus.questions))
+    return tuple(c for c in known if c in present) + tuple(c for c in present if c not in known)
+
+
+def load_corpus(dataset: str, path: Path | None, *, limit: int | None = None, photos: bool = False, seed: int = 7,
+         users: int = 30, sessions: int = 40, shape: str = "short") -> Corpus:  # fmt: skip
+    """The corpus of ``--dataset``: generated (``synthetic``) or read from ``path``."""
+    if dataset == "synthetic":
+        return generate(seed=seed, users=users, sessions_per_user=sessions, shape=shape)
+    if path is None:
+        raise ValueError(f"--dataset {dataset} needs --file PATH")
+    if dataset == "locomo":
+        return from_locomo(path, limit, photos)
+    if dataset == "longmemeval":
+        return from_longmemeval(path, limit)
+    raise ValueError(f"unknown dataset {dataset!r}; choose {', '.join(DATASETS)}")
