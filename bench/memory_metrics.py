@@ -3,8 +3,11 @@
 A search result is reduced to a ``Retrieval``: its hits in rank order (``RankedHit``: the source session, the
 event and validity times, the L2 fact value if any), its overall confidence and whether it abstained. Definitions:
 
-* **ranked sessions**: the distinct non-empty ``session_id`` of the hits, in order of their first appearance
-  (hits without a session, e.g. an L1 abstraction, are skipped); "top-k sessions" is the first ``k`` of them.
+* **ranked sessions**: the distinct sessions of the hits, in order of their first appearance: an L4 hit's
+  ``session_id``, then an L1-L3 node hit's ``cited`` sessions (the sessions of the episodes it cites, its
+  ``sourceIds`` resolved down to episodes through the nodes the search result holds: ``cited_sessions``; empty
+  when the bench skips nodes, ``--node-hits skip``); a hit with neither adds nothing. "top-k sessions" is the first
+  ``k`` of them.
 * **session recall@k** = |top-k sessions ∩ evidence| / |evidence| (questions with evidence only); **any-hit@k** =
   1 if top-k sessions ∩ evidence is non-empty, else 0. Both averaged over questions.
 * **NDCG@k** (binary relevance over the ranked sessions): DCG = Σ_{i=1..k} rel_i / log2(i + 1), ideal DCG =
@@ -50,6 +53,7 @@ class RankedHit:
     status: str = "CURRENT"
     similarity: float = 0.0  # for --dump only
     text: str = ""
+    cited: tuple[str, ...] = ()  # an L1-L3 node's sessions: those of the episodes it cites (``cited_sessions``)
 
 
 @dataclass(frozen=True)
@@ -77,9 +81,43 @@ class Gold:
 def ranked_sessions(hits: Iterable[RankedHit]) -> list[str]:
     out: list[str] = []
     for h in hits:
-        if h.session_id and h.session_id not in out:
-            out.append(h.session_id)
+        for s in (h.session_id, *h.cited):
+            if s and s not in out:
+                out.append(s)
     return out
+
+
+def cited_episodes(source_ids: Iterable[str], sources_by_node: Mapping[str, Sequence[str]]) -> list[str]:
+    """A node's ``sourceIds`` resolved down to episode ids, depth first in their order: an id that is a node of
+    ``sources_by_node`` (a node the search result holds, with its own ``sourceIds``) stands for its sources, any
+    other id is taken as an episode id. A cycle or a repeat adds nothing."""
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def walk(ids: Iterable[str]) -> None:
+        for i in ids:
+            if i in seen:
+                continue
+            seen.add(i)
+            if i in sources_by_node:
+                walk(sources_by_node[i])
+            else:
+                out.append(i)
+
+    walk(source_ids)
+    return out
+
+
+def cited_sessions(source_ids: Iterable[str], sources_by_node: Mapping[str, Sequence[str]],
+                   session_by_episode: Mapping[str, str]) -> tuple[str, ...]:  # fmt: skip
+    """The distinct sessions of the episodes a node cites (``cited_episodes``), in that order; ids that are no
+    known episode (a node the result does not hold, say) are dropped."""
+    out: list[str] = []
+    for e in cited_episodes(source_ids, sources_by_node):
+        s = session_by_episode.get(e)
+        if s and s not in out:
+            out.append(s)
+    return tuple(out)
 
 
 def recall_at(sessions: Sequence[str], evidence: Iterable[str], k: int) -> float | None:
