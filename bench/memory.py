@@ -1,7 +1,11 @@
-"""``hivemem bench memory``: per-agent long-term memory (KMMS) on a LongMemEval-shaped benchmark.
+"""``hivemem bench memory``: per-agent long-term memory (KMMS) on a LongMemEval-shaped benchmark or a public one.
 
-The corpus (``bench.memory_corpus``, seeded; or ``--corpus`` / ``--longmemeval`` to load one) has users with a
-haystack of timestamped sessions each and questions with a question date and evidence sessions. This bench:
+The corpus (``--dataset synthetic``: ``bench.memory_corpus``, seeded; ``--dataset locomo|longmemeval --file PATH``:
+the public files, ``bench.memory_public``; or ``--corpus`` to load a saved one) has users with a haystack of
+timestamped sessions each and questions with a question date and evidence sessions. This bench:
+
+0. computes the plain baseline on the same units (``bench.memory_baseline``: HiveMem's rounds, the same embedder,
+   max-cosine and BM25 per session, reciprocal-rank fusion; ``--no-baseline`` skips it), before the stack starts;
 
 1. starts its own stack in a temporary HIVEMEM_HOME (or, with ``--existing`` / ``--skip-ingest``, uses the running
    one from the settings), one claw per user (``mem-<user>``, token bound to it) and that user's memory in it;
@@ -12,7 +16,10 @@ haystack of timestamped sessions each and questions with a question date and evi
 4. for each ``--modes`` (hybrid, vector, text): every question searched with ``as_of`` = its question date, scored
    by ``bench.memory_metrics`` per category, for the point-in-time questions, and overall (session recall@1/5/10,
    any-hit, NDCG@10, current-vs-superseded, future leaks, abstention / false abstention), with the search latency
-   p50/p95/p99 (client and server-reported).
+   p50/p95/p99 (client and server-reported). An L1-L3 node hit counts for the sessions of the episodes it cites
+   (``--node-hits cite``, the default; ``skip``: L4 hits only);
+5. HiveMem's modes beside the baseline (``bench.memory_compare``): recall@5/@10 and NDCG@10 per category and
+   overall, and by how much each mode beats or trails the baseline.
 
 Prints the figures and writes them to ``bench/results/memory-<date>-<users>u.txt`` (or ``--out``). Figures only:
 nothing here asserts a level. Everything this bench calls on the SDK is in the "SDK" section below.
@@ -44,9 +51,21 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from bench.memory_corpus import CATEGORIES, SHAPES, Corpus, Question, Session, from_longmemeval, generate, parse_iso
+from bench import memory_baseline, memory_compare
+from bench.memory_corpus import SHAPES, Corpus, Question, Session, parse_iso
 from bench.memory_layers import consolidate_locally, l0_lookup_ms
-from bench.memory_metrics import ABSTAIN_BELOW, Gold, RankedHit, Retrieval, Scores, by_category, percentile, score
+from bench.memory_metrics import (
+    ABSTAIN_BELOW,
+    Gold,
+    RankedHit,
+    Retrieval,
+    Scores,
+    by_category,
+    cited_sessions,
+    percentile,
+    score,
+)
+from bench.memory_public import DATASETS, categories, load_corpus, locomo_note
 from bench.pii import cpu_model
 from bench.replay import timed_replay
 from hivemem.settings import Settings
@@ -113,13 +132,27 @@ def sdk_searchable(mem: Any, eid: str) -> bool:
     return True
 
 
-def sdk_search(mem: Any, q: Question, k: int, mode: str,
-               by_episode: dict[str, str] | None = None) -> tuple[Retrieval, float | None]:  # fmt: skip
-    """The question searched at its date: (the result for the metrics, the server-reported ms if any). Sessions are
-    ranked by the hits that are sessions' episodes (L4); an L1-L3 node (a summary or fact over several episodes)
-    names no session of its own: crediting it with its first source would rank old sessions first."""
+NODE_HITS = ("cite", "skip")
+
+
+def _get(h: Any, name: str, camel: str) -> Any:
+    """A hit's field, from the SDK's model or from a plain dict (a result field the SDK does not model yet)."""
+    return h.get(camel, h.get(name)) if isinstance(h, dict) else getattr(h, name, None)
+
+
+def sdk_search(mem: Any, q: Question, k: int, mode: str, by_episode: dict[str, str] | None = None,
+               nodes: str = "cite") -> tuple[Retrieval, float | None]:  # fmt: skip
+    """The question searched at its date: (the result for the metrics, the server-reported ms if any). Only the
+    result's ``hits`` are ranked (not its ``context`` of derived nodes). An L4 hit is its episode's session. With
+    ``nodes="cite"`` an L1-L3 node hit (summary, fact, abstraction) counts for the sessions of the episodes it cites:
+    its ``sessionIds`` when the server lists them, else its ``sourceIds`` resolved through the nodes the result holds
+    (its hits and its ``context``) down to episode ids, those of the corpus' sessions kept; with ``"skip"`` it counts
+    for none (the bench before 2026-11-27)."""
     res = mem.search(q.question, k=k, as_of=q.question_date, mode=mode)
     by_episode = by_episode or {}
+    held = [*res.hits, *(getattr(res, "context", None) or [])]
+    sources = {str(_get(h, "node_id", "nodeId")): [str(x) for x in _get(h, "source_ids", "sourceIds") or []]
+               for h in held if int(_get(h, "layer", "layer") or 4) < 4}  # fmt: skip
 
     def session_of(h: Any) -> str | None:
         if h.session_id:
@@ -127,8 +160,15 @@ def sdk_search(mem: Any, q: Question, k: int, mode: str,
         eid = getattr(h, "episode_id", None)
         return by_episode.get(eid) if eid else None
 
+    def cited(h: Any) -> tuple[str, ...]:
+        if nodes != "cite" or int(h.layer) >= 4:
+            return ()
+        told = [str(x) for x in getattr(h, "session_ids", None) or []]  # the server's own resolution, if given
+        return tuple(dict.fromkeys(told)) if told else cited_sessions(h.source_ids or [], sources, by_episode)
+
     hits = tuple(RankedHit(session_of(h), _dt(h.occurred_at), _dt(h.valid_from), h.fact_value, int(h.layer),
-                           str(h.status), float(h.similarity), str(h.text)[:160]) for h in res.hits)  # fmt: skip
+                           str(h.status), float(h.similarity), str(h.text)[:160], cited(h))
+                 for h in res.hits)  # fmt: skip
     server = getattr(res, "latency_ms", None)
     return Retrieval(hits, float(res.confidence), bool(res.abstained)), None if server is None else float(server)
 
@@ -291,19 +331,20 @@ class ModeRun:
     errors: Counter[str]
 
 
-def run_mode(corpus: Corpus, mems: dict[str, Any], mode: str, k: int, console: Console) -> ModeRun:
+def run_mode(corpus: Corpus, mems: dict[str, Any], mode: str, k: int, console: Console,
+             nodes: str = "cite") -> ModeRun:  # fmt: skip
     run = ModeRun(mode, [], [], [], Counter())
     by_episode = {episode_id(s): s.session_id for u in corpus.users for s in u.sessions}
     for q in corpus.questions[:5]:  # warm-up (query embedding, connections), unmeasured
         with contextlib.suppress(Exception):
-            sdk_search(mems[q.user_id], q, k, mode, by_episode)
+            sdk_search(mems[q.user_id], q, k, mode, by_episode, nodes)
     with Progress(*COLUMNS, console=console) as bar:
         task = bar.add_task(f"questions ({mode})", total=len(corpus.questions), rate="")
         t0 = time.perf_counter()
         for i, q in enumerate(corpus.questions):
             t = time.perf_counter()
             try:
-                res, server = sdk_search(mems[q.user_id], q, k, mode, by_episode)
+                res, server = sdk_search(mems[q.user_id], q, k, mode, by_episode, nodes)
             except Exception as exc:
                 run.errors[str(getattr(exc, "code", type(exc).__name__))] += 1
                 run.results.append(None)
@@ -340,9 +381,9 @@ def dump(path: Path, corpus: Corpus, run: ModeRun) -> None:
     """Append one JSON line per question: its gold (category, evidence, values) and the hits as ranked."""
     with path.open("a", encoding="utf-8") as f:
         for q, res in zip(corpus.questions, run.results, strict=False):
-            hits = [] if res is None else [{"layer": h.layer, "session": h.session_id, "value": h.fact_value,
-                                             "status": h.status, "similarity": h.similarity, "text": h.text}
-                                            for h in res.hits]  # fmt: skip
+            hits = [] if res is None else [{"layer": h.layer, "session": h.session_id, "cited": list(h.cited),
+                                             "value": h.fact_value, "status": h.status, "similarity": h.similarity,
+                                             "text": h.text} for h in res.hits]  # fmt: skip
             f.write(
                 json.dumps(
                     {
@@ -383,7 +424,7 @@ def score_run(corpus: Corpus, run: ModeRun) -> dict[str, Scores]:
     done = [(q, r) for q, r in zip(corpus.questions, run.results, strict=False) if r is not None]
     golds = [gold(q) for q, _ in done]
     results = [r for _, r in done]
-    groups = dict(by_category(golds, results, CATEGORIES))
+    groups = dict(by_category(golds, results, categories(corpus)))
     overall = groups.pop("overall")
     pit = [i for i, (q, _) in enumerate(done) if q.point_in_time]
     if pit:
@@ -396,11 +437,44 @@ def score_run(corpus: Corpus, run: ModeRun) -> dict[str, Scores]:
 
 
 def build_corpus(args: argparse.Namespace) -> Corpus:
-    if args.longmemeval:
-        return from_longmemeval(args.longmemeval, args.limit)
     if args.corpus:
         return Corpus.load(args.corpus)
-    return generate(seed=args.seed, users=args.users, sessions_per_user=args.sessions, shape=args.shape)
+    return load_corpus(args.dataset, args.file, limit=args.limit, photos=args.photos, seed=args.seed,
+                       users=args.users, sessions=args.sessions, shape=args.shape)  # fmt: skip
+
+
+def baseline(corpus: Corpus, console: Console) -> memory_baseline.Baseline:
+    """The baseline over the whole corpus, with a progress bar over the unit texts it embeds."""
+    from inference.embeddings import embedder_from_env
+
+    with Progress(*COLUMNS, console=console) as bar:
+        task = bar.add_task("baseline: units embedded", total=None, rate="")
+        t0 = time.perf_counter()
+
+        def step(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, rate=f"{done / (time.perf_counter() - t0):6.1f}/s")
+
+        return memory_baseline.run(corpus, embedder_from_env(), progress=step)
+
+
+def side_by_side(corpus: Corpus, runs: Sequence[ModeRun], base: memory_baseline.Baseline | None, k: int,
+                 out: Console, n: int) -> None:  # fmt: skip
+    systems: dict[str, Sequence[Retrieval | None]] = {f"HiveMem {r.mode}": r.results for r in runs}
+    if base is not None:
+        systems.update({memory_baseline.SYSTEMS[name]: res for name, res in base.results.items()})
+    rows = memory_compare.compare([gold(q) for q in corpus.questions], systems, categories(corpus))
+    out.print(f"\n{n}. HiveMem beside the baseline, {corpus.source}")
+    out.print(memory_compare.table(rows, k))
+    for line in memory_compare.verdicts(rows):
+        out.print(f"   {line}")
+    for r in runs:
+        out.print(f"   search latency, HiveMem {r.mode}: client p50 {percentile(r.client_ms, 0.5):.1f} ms, p95 "
+                  f"{percentile(r.client_ms, 0.95):.1f} ms; server p50 {percentile(r.server_ms, 0.5):.1f} ms, p95 "
+                  f"{percentile(r.server_ms, 0.95):.1f} ms")  # fmt: skip
+    if base is not None:
+        ms = base.search_ms
+        out.print(f"   baseline, in this process: question embedded and ranked p50 {percentile(ms, 0.5):.1f} ms, "
+                  f"p95 {percentile(ms, 0.95):.1f} ms")  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
@@ -412,15 +486,28 @@ def main(argv: list[str]) -> int:
                     "sentence, or LongMemEval-sized (800-2,000 characters) with single-session-assistant "
                     "questions")  # fmt: skip
     ap.add_argument("--modes", default="hybrid,vector,text", help="search modes to run, comma-separated")
-    ap.add_argument("--k", type=int, default=10, help="hits per search (recall@k is over their distinct sessions)")
+    ap.add_argument("--dataset", choices=DATASETS, default="synthetic", help="the corpus: generated (synthetic), or "
+                    "a public file (--file): LoCoMo's locomo10.json, LongMemEval's JSON")  # fmt: skip
+    ap.add_argument("--file", type=Path, default=None, help="with --dataset locomo|longmemeval: the dataset's file")
+    ap.add_argument("--longmemeval", type=Path, default=None, metavar="FILE",
+                    help="same as --dataset longmemeval --file FILE")  # fmt: skip
+    ap.add_argument("--photos", action="store_true", help="with --dataset locomo: a turn that shares a photo ends "
+                    "with ' [shares a photo of <its BLIP caption>]'")  # fmt: skip
+    ap.add_argument("--k", type=int, default=None, help="hits per search (recall@k is over their distinct "
+                    "sessions); default 50 on a public dataset, 10 on the synthetic one")  # fmt: skip
+    ap.add_argument("--node-hits", choices=NODE_HITS, default="cite", help="an L1-L3 node hit counts for the "
+                    "sessions of the episodes it cites (cite), or for none (skip: L4 hits only)")  # fmt: skip
+    ap.add_argument("--no-baseline", dest="baseline", action="store_false", help="skip the plain baseline (units, "
+                    "same embedder, max-cosine + BM25, RRF k=60; bench/memory_baseline.py)")  # fmt: skip
     ap.add_argument("--skip-ingest", action="store_true",
                     help="questions only, on the running stack that a previous run (--existing) loaded")  # fmt: skip
     ap.add_argument("--existing", action="store_true", help="use the running stack (settings) instead of a "
                     "temporary one; tenant: HIVEMEM_BENCH_TENANT or the first in the tenants file")  # fmt: skip
-    ap.add_argument("--out", type=Path, default=None, help="result file (default bench/results/memory-<date>-<n>u.txt)")
+    ap.add_argument("--out", type=Path, default=None, help="result file (default bench/results/memory-<date>-<n>u.txt, "
+                    "or -locomo.txt, -longmemeval.txt)")  # fmt: skip
     ap.add_argument("--corpus", type=Path, default=None, help="a saved corpus (Corpus.save JSON) instead of generating")
-    ap.add_argument("--longmemeval", type=Path, default=None, help="a LongMemEval JSON file instead of generating")
-    ap.add_argument("--limit", type=int, default=None, help="with --longmemeval: its first N questions")
+    ap.add_argument("--limit", type=int, default=None, help="with --dataset longmemeval: its first N questions; "
+                    "locomo: its first N conversations")  # fmt: skip
     ap.add_argument("--save-corpus", type=Path, default=None, help="write the corpus used (JSON) here")
     ap.add_argument(
         "--dump",
@@ -441,6 +528,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--scale", type=int, default=0, help="then grow the first user's memory to N episodes and time "
                     "every question against it (bench/memory_scale.py; temporary stack only)")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.longmemeval:
+        if args.file or args.dataset not in ("synthetic", "longmemeval"):
+            ap.error("--longmemeval FILE is --dataset longmemeval --file FILE: give one or the other")
+        args.dataset, args.file = "longmemeval", args.longmemeval
+    if args.dataset != "synthetic" and args.file is None:
+        ap.error(f"--dataset {args.dataset} needs --file PATH")
+    if args.k is None:
+        args.k = 10 if args.dataset == "synthetic" or args.corpus else 50
     if args.scale and (args.existing or args.skip_ingest):
         ap.error("--scale writes into the read model: only with the temporary stack and its ingest")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -452,6 +547,7 @@ def main(argv: list[str]) -> int:
     corpus = build_corpus(args)
     if args.save_corpus:
         corpus.save(args.save_corpus)
+    base = baseline(corpus, progress) if args.baseline else None  # before the stack: it has the cores to itself
     st = corpus.stats()
     started = datetime.now(UTC)
     out.print(f"hivemem bench memory  {started:%Y-%m-%d %H:%M} UTC")
@@ -464,6 +560,20 @@ def main(argv: list[str]) -> int:
               f"{st['distractor_share']:.0%} distractors), "
               f"{st['questions']} questions: {cats}; {st['point_in_time']} point-in-time, "
               f"{st['asked_before_later_sessions']} asked before some of their user's sessions")  # fmt: skip
+    if args.dataset == "locomo" and not args.corpus:
+        photos = " + photo captions" if args.photos else ""
+        out.print(locomo_note(args.file, args.limit) + "; each question asked one day after its conversation's last "
+                  f"session; turns as user messages 'Speaker: text'{photos}")  # fmt: skip
+    out.print(
+        f"scoring: session recall over the first distinct sessions of k={args.k} hits; L1-L3 node hits "
+        + ("count for the sessions of the episodes they cite" if args.node_hits == "cite" else "skipped")
+    )
+    if base is not None:
+        out.print(f"\n0. baseline (bench/memory_baseline.py): {base.units:,} units (HiveMem's rounds, role prefixes "
+                  f"off), {base.distinct_texts:,} distinct texts embedded in {base.embed_s:.1f} s by the product's "
+                  f"embedder in this process; per session the best cosine and the best BM25 (rank_bm25 BM25Okapi, "
+                  f"lower-cased words, English stop words removed), fused by RRF k={memory_baseline.RRF_K}; only "
+                  f"sessions up to the question's asOf")  # fmt: skip
 
     existing = args.existing or args.skip_ingest
     with stack(existing) as (settings, tenant):
@@ -475,7 +585,8 @@ def main(argv: list[str]) -> int:
                 out.print(f"\n1. ingest into {where} (tenant {tenant}): {ing.sessions:,} sessions as episodes, "
                           f"{args.concurrency} users in parallel, each in time order  [load {load()}]")  # fmt: skip
                 rate = (ing.sessions - len(ing.probe_add_ms)) / ing.seconds
-                out.print(f"   all searchable in {ing.seconds:.1f} s = {rate:.1f} episodes/s end to end; outcomes "
+                out.print(f"   time to searchable (first add -> every episode searchable) {ing.seconds:.1f} s = "
+                          f"{rate:.1f} episodes/s end to end; outcomes "
                           f"{dict(ing.outcomes)}; not searchable in time: {ing.unindexed}")  # fmt: skip
                 out.print(f"   add call under load (verdict, wait_ms={args.wait_ms})  {dist(ing.add_ms)}")
                 out.print(f"\n2. L4 write latency, {len(ing.probe_add_ms)} held-back sessions one by one on the quiet "
@@ -485,8 +596,10 @@ def main(argv: list[str]) -> int:
             else:
                 out.print(f"\n1-2. ingest skipped: questions against what {where} holds (tenant {tenant})")
             n = 2
+            runs: list[ModeRun] = []
             for n, mode in enumerate(modes, start=3):
-                run = run_mode(corpus, mems, mode, args.k, progress)
+                run = run_mode(corpus, mems, mode, args.k, progress, args.node_hits)
+                runs.append(run)
                 if args.dump:
                     dump(args.dump, corpus, run)
                 groups = score_run(corpus, run)
@@ -495,6 +608,8 @@ def main(argv: list[str]) -> int:
                 out.print(f"   search latency, client (HTTP)   {dist(run.client_ms)}")
                 out.print(f"   search latency, server-reported {dist(run.server_ms)}")
                 out.print(table(mode, groups, args.k))
+            n += 1
+            side_by_side(corpus, runs, base, args.k, out, n)
             lookups = l0_lookups(settings, tenant, corpus)
             out.print(f"\n{n + 1}. L0 lookup (the search's routing step: which question words the memory's index "
                       f"holds), SQL on the application role  [load {load()}]")  # fmt: skip
@@ -519,7 +634,8 @@ def main(argv: list[str]) -> int:
               "abstention questions, false abst.: on answerable ones (abstained, or confidence < "
               f"{ABSTAIN_BELOW}). Definitions: bench/memory_metrics.py.")  # fmt: skip
     out.print(f"load average at the end: {load()}")
-    path = args.out or RESULTS / f"memory-{started:%Y-%m-%d}-{len(corpus.users)}u.txt"
+    name = f"{len(corpus.users)}u" if args.dataset == "synthetic" or args.corpus else args.dataset
+    path = args.out or RESULTS / f"memory-{started:%Y-%m-%d}-{name}.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(out.export_text(), encoding="utf-8")
     progress.print(f"written to {path}")

@@ -203,6 +203,15 @@ def test_harness_runs_end_to_end_on_a_fake_memory(monkeypatch: pytest.MonkeyPatc
         return "replayed"
 
     monkeypatch.setattr(bm, "timed_replay", fake_replay)
+
+    class Letters:  # the baseline's embedder: letter counts (no model to load)
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            return [self.embed_query(t) for t in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return [text.lower().count(c) + 0.01 for c in "abcdefghijklmnopqrstuvwxyz"]
+
+    monkeypatch.setattr("inference.embeddings.embedder_from_env", Letters)
     out = tmp_path / "memory.txt"
     dump = tmp_path / "dump.jsonl"
     argv = ["--users", "2", "--modes", "text,vector", "--probes", "3", "--out", str(out), "--dump", str(dump)]
@@ -216,7 +225,10 @@ def test_harness_runs_end_to_end_on_a_fake_memory(monkeypatch: pytest.MonkeyPatc
     assert "L0 lookup" in text and "p50 0.20 ms" in text  # the routing step's latency, one per question
     assert "80 episodes in" in text  # the local consolidator's own rate, over every session of the corpus
     assert replayed == ["kmms"] and "KMMS read model rebuilt from the log" in text
-    rows = [line for line in text.splitlines() if "overall" in line]
+    assert "HiveMem beside the baseline" in text and "HiveMem text " in text and "baseline RRF" in text
+    assert "search latency, HiveMem vector: client p50" in text  # per mode, beside the comparison
+    assert "0. baseline (bench/memory_baseline.py): " in text
+    rows = [line for line in text.splitlines() if "overall" in line and "HiveMem" not in line]
     assert len(rows) == 2
     assert "│     0 (0) │" in rows[0]  # as_of honoured: no leak
     assert "│     0 (0) │" not in rows[1]  # the fake's vector mode ignores as_of
