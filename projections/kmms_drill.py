@@ -15,7 +15,7 @@ from projections.kmms_sql import UNIT_SIMILARITIES, Conn, vector_literal
 
 # A fact drills when its similarity to the question is at least this (> 1: off); docs/kmms.md, "Retrieval". On
 # bench memory the facts that answer a question sit at 0.27-0.65, others up to 0.37: 0.50 changed nothing.
-DRILL_SIMILARITY = float(os.environ.get("HIVEMEM_KMMS_DRILL", "0.35"))
+DRILL_SIMILARITY = float(os.environ.get("HIVEMEM_KMMS_DRILL", "2"))
 DRILL_FACTS = 2  # at most this many facts drill
 DRILL_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_DRILL_WEIGHT", "1.0"))  # as a reciprocal-rank list; vectors: 1.0
 

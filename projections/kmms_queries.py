@@ -211,8 +211,9 @@ class SearchParams:
     own_vector: list[float] | None = None
 
 
-def _hit_from_node(n: NodeRow, now: int, current_query: bool, outdated_by: str | None = None,
-                   sessions: list[str] | None = None) -> MemoryHit:
+def _hit_from_node(
+    n: NodeRow, now: int, current_query: bool, outdated_by: str | None = None, sessions: list[str] | None = None
+) -> MemoryHit:
     # Superseded as of ``now`` (the question's as_of): a node superseded later was the current one then, and
     # neither its status nor what superseded it may show (no future leaks), nor cost it confidence.
     superseded = n.status == "SUPERSEDED" and (n.valid_until is None or n.valid_until <= now)

@@ -34,9 +34,9 @@ from projections.kmms_search import (
 from projections.kmms_sql import UNIT_SIMILARITIES, vector_literal
 from projections.queries import side_by_side
 
-RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0.05"))  # docs/kmms.md, "Retrieval"
+RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0"))  # docs/kmms.md, "Retrieval"
 # Two hits whose vectors are this similar tell of the same thing (> 1: off); docs/kmms.md, "Retrieval".
-SAME_TOPIC = float(os.environ.get("HIVEMEM_KMMS_SAME_TOPIC", "0.45"))
+SAME_TOPIC = float(os.environ.get("HIVEMEM_KMMS_SAME_TOPIC", "2"))
 # A current fact and a later hit this similar: the later one may have changed the fact (> 1: off).
 FACT_TOPIC = float(os.environ.get("HIVEMEM_KMMS_FACT_TOPIC", "0.30"))
 

@@ -130,7 +130,7 @@ def router(ctx: Ctx) -> APIRouter:
     tau = float(os.environ.get("HIVEMEM_KMMS_TAU", q.TAU))
     abstain = float(os.environ.get("HIVEMEM_KMMS_ABSTAIN", q.ABSTAIN_BELOW))
     # The question's statement form's share of its search vector (governance/kmms/statement.py; 0: off).
-    statement_weight = float(os.environ.get("HIVEMEM_KMMS_STATEMENT", "0.5"))
+    statement_weight = float(os.environ.get("HIVEMEM_KMMS_STATEMENT", "0"))
     old, new = (deps.previous_embedder.model_id, deps.embedder.model_id) if deps.previous_embedder else ("", "")
     serving = ServingModel(deps.embedder, deps.previous_embedder,
                            lambda m: switch.caught_up(ctx.pool, m.tenant, old, new),

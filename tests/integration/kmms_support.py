@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from psycopg_pool import AsyncConnectionPool
 
+from governance.kmms.voice import VoiceWeights
 from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient, SearchResult
 from projections.auth import mint_token
@@ -61,10 +64,11 @@ async def app_pool(stack: Stack, max_size: int = 1) -> AsyncIterator[AsyncConnec
         await pool.close()
 
 
-def told_with_fact(stack: Stack, user_id: str, history: list[tuple[str, str]], value: str) -> MemoryClient:
+def told_with_fact(stack: Stack, user_id: str, history: list[tuple[str, str]], value: str,
+                   claw: str | None = None) -> MemoryClient:  # fmt: skip
     """A new memory (tenant mem-b) told ``history`` (``tell``), once a fact of ``value`` is read from it and every
     episode is searchable."""
-    mem = memory(stack, "mem-b", claw=f"viewer-{uuid.uuid4().hex[:6]}", user_id=user_id)
+    mem = memory(stack, "mem-b", claw=claw or f"viewer-{uuid.uuid4().hex[:6]}", user_id=user_id)
     ids = tell(mem, history)
     wait_until(lambda: bool(facts_of(mem, value)), timeout=120, interval=0.5, what=f"the fact {value!r}")
     mem.wait_indexed(ids, timeout_s=120)
@@ -89,3 +93,53 @@ async def unit_vectors(conn: Any, claw: str, n: int) -> tuple[str, list[list[flo
                              "u.claw_id = %s ORDER BY v.unit_id LIMIT %s", (claw, n))  # fmt: skip
     rows = await cur.fetchall()
     return str(rows[0][0]), [[float(x) for x in str(v).strip("[]").split(",")] for _, v in rows]
+
+
+# The ranking rules that public data did not support are off by default (docs/kmms.md, "Rules off by default"):
+# each is a setting read at import. A test of one searches in process with the setting on, on the stack's read model.
+RULES_ON: dict[str, dict[str, Any]] = {
+    "feedback": {"projections.kmms_search.FEEDBACK_BETA": 0.5},
+    "voices": {
+        "projections.kmms_queries.VOICE": VoiceWeights(asked=0.10, told=0.10, reply=0.20),
+        "projections.kmms_queries.SAID_TEXT": True,
+    },
+    "newest_first": {"projections.kmms_rerank.SAME_TOPIC": 0.45, "projections.kmms_queries.RECENCY": 0.05},
+    "drill": {"projections.kmms_drill.DRILL_SIMILARITY": 0.35},
+    # The fusion the rules above were written with, before public data chose text 2 : vector 1 with k = 10.
+    "seed_fusion": {"projections.kmms_search.TEXT_WEIGHT": 0.25, "projections.kmms_search.RRF_K": 60},
+}
+# Every rule on, as they were written (for bench/memory_corpus.py): the scenario each rule's test was built on.
+SEED_RULES = ("feedback", "voices", "newest_first", "drill", "seed_fusion")
+
+
+def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: int, as_of: str, *,
+                      rules: Sequence[str] = (), statement: float = 0.0, mode: str = "hybrid",
+                      tenant: str = "mem-b") -> Any:  # fmt: skip
+    """``question`` searched as the API would (the question embedded here by the same model, blended with its
+    statement form by ``statement``), with the named ``RULES_ON`` turned on: a ``projections.kmms_queries``
+    SearchResult (times in epoch ms)."""
+    import importlib
+    from datetime import datetime
+
+    from governance.kmms.statement import question_vectors
+    from hivemem.caml_wiring import embedder
+    from projections import kmms_queries as q
+    from projections.kmms_search import Memory
+
+    emb = embedder()
+    at = int(datetime.fromisoformat(as_of.replace("Z", "+00:00")).timestamp() * 1000)
+    own, blended = question_vectors(emb.embed_query, q.content_query(question, at), statement)
+
+    async def run() -> Any:
+        with pytest.MonkeyPatch.context() as mp:
+            for rule in rules:
+                for dotted, value in RULES_ON[rule].items():
+                    module, name = dotted.rsplit(".", 1)
+                    mp.setattr(importlib.import_module(module), name, value)
+            async with app_pool(stack, max_size=2) as pool:
+                vector = None if mode == "text" else blended or own
+                params = q.SearchParams(question, vector, emb.model_id, k, at, mode,  # type: ignore[arg-type]
+                                        own_vector=own if blended and vector else None)  # fmt: skip
+                return await q.search(pool, Memory(tenant, claw, user_id), params)
+
+    return asyncio.run(run())

@@ -17,7 +17,7 @@ from hivemem.settings import Settings
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient, SearchResult
 from tests.conftest import wait_until
-from tests.integration.kmms_support import app_pool, memory, tell
+from tests.integration.kmms_support import SEED_RULES, app_pool, memory, search_in_process, tell
 
 pytestmark = pytest.mark.integration
 
@@ -88,12 +88,7 @@ def test_current_evolution_and_point_in_time(person: MemoryClient) -> None:
     assert facts[0].session_ids and set(facts[0].session_ids) <= {f"s-{i}" for i in range(8)}
     top = now.hits[0]
     assert 0.0 <= top.confidence <= 1.0 and top.layer_meaning and now.provenance
-    # The move's session is evidence, and it comes before the older sessions about the same flat
-    # (governance.kmms.recency), though "I live in Lisbon" is phrased closer to the question.
-    sessions = [h.session_id for h in now.hits if h.layer == 4]
-    assert "s-6" in sessions and sessions.index("s-6") < min(sessions.index(s) for s in ("s-0", "s-2") if s in sessions)
-    jobs = [h.session_id for h in person.search("Where do I work these days?", k=5).hits if h.layer == 4]
-    assert jobs.index("s-7") < min(jobs.index(s) for s in ("s-1", "s-3") if s in jobs)
+    assert "s-6" in [h.session_id for h in now.hits]  # the move's session is evidence
 
     evo = person.search("How has the place where I live changed over time?", k=5)
     assert evo.temporal_intent == "EVOLUTION"
@@ -109,6 +104,20 @@ def test_current_evolution_and_point_in_time(person: MemoryClient) -> None:
     facts = [h for h in before.context if h.layer == 2 and h.fact_key == "residence"]
     assert facts and all("Lisbon" in (h.fact_value or "") for h in facts)
     assert all(h.status == "CURRENT" and h.superseded_by is None and h.valid_until is None for h in facts)
+
+
+def test_newest_first_orders_the_evidence_of_one_topic_by_time(stack: Stack, person: MemoryClient) -> None:
+    # An opt-in rule (governance.kmms.recency; docs/kmms.md): the move's session comes before the older sessions about
+    # the same flat, though "I live in Lisbon" is phrased closer to the question.
+    def sessions(question: str) -> list[str]:
+        now = datetime.now(UTC).isoformat()
+        res = search_in_process(stack, CLAW, "ana", question, 5, now, rules=SEED_RULES)
+        return [h.session_id for h in res.hits]
+
+    now = sessions("Where do I live now?")
+    assert "s-6" in now and now.index("s-6") < min(now.index(s) for s in ("s-0", "s-2") if s in now)
+    jobs = sessions("Where do I work these days?")
+    assert jobs.index("s-7") < min(jobs.index(s) for s in ("s-1", "s-3") if s in jobs)
 
 
 def test_answers_come_with_confidence_hedging_and_evidence(person: MemoryClient) -> None:

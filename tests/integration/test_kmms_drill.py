@@ -17,7 +17,15 @@ from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient
 from projections.kmms_search import NODE_COLUMNS, Memory, NodeRow, UnitHit, node_of
 from tests.conftest import wait_until
-from tests.integration.kmms_support import app_pool, converse, memory, unit_vectors
+from tests.integration.kmms_support import (
+    RULES_ON,
+    SEED_RULES,
+    app_pool,
+    converse,
+    memory,
+    search_in_process,
+    unit_vectors,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -70,10 +78,12 @@ def _drill(stack: Stack, node_ids: list[str], ranked: list[UnitHit], kind: str, 
             # The fact's own vector as the question's: similarity 1, so it drills.
             nodes: list[NodeRow] = [node_of(rows[n], similarity=1.0) for n in node_ids]
             floats = [float(x) for x in str(vector).strip("[]").split(",")]
+            mp.setattr(kmms_drill, "DRILL_SIMILARITY", RULES_ON["drill"]["projections.kmms_drill.DRILL_SIMILARITY"])
             return await kmms_drill.drill_facts(conn, Memory("mem-b", CLAW, "rui"), ranked, nodes, kind,
                                                 _ms(as_of), floats, str(model), {})  # fmt: skip
 
-    return asyncio.run(run())
+    with pytest.MonkeyPatch.context() as mp:  # the drill is an opt-in rule (docs/kmms.md)
+        return asyncio.run(run())
 
 
 def test_the_current_fact_brings_its_episode_then_the_superseded_versions(
@@ -106,11 +116,11 @@ def test_the_old_fact_asked_about_the_past_brings_the_episode_that_ended_it(
 
 
 def test_a_search_about_the_present_finds_the_move_and_where_it_came_from(
-    mover: tuple[MemoryClient, list[str]],
+    stack: Stack, mover: tuple[MemoryClient, list[str]]
 ) -> None:
-    mem, _ = mover
-    res = mem.search("Which city am I based in these days?", k=3, as_of="2026-05-01T00:00:00Z")
-    sessions = [h.session_id for h in res.hits if h.layer == 4]
+    res = search_in_process(stack, CLAW, "rui", "Which city am I based in these days?", 3, "2026-05-01T00:00:00Z",
+                            rules=SEED_RULES)  # fmt: skip
+    sessions = [h.session_id for h in res.hits]
     assert sessions[0] in ("s-4", "s-5") and "s-0" in sessions  # Porto first; Lisbon, where it came from, too
 
 

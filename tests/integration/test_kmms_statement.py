@@ -20,7 +20,7 @@ import pytest
 from governance.kmms.statement import blend
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
-from tests.integration.kmms_support import app_pool, conversed, unit_vectors
+from tests.integration.kmms_support import SEED_RULES, app_pool, conversed, search_in_process, unit_vectors
 
 pytestmark = pytest.mark.integration
 
@@ -43,8 +43,9 @@ def worker(stack: Stack) -> MemoryClient:
     return conversed(stack, CLAW, "noor", HISTORY)
 
 
-def test_the_statement_form_ranks_what_the_user_told_first(worker: MemoryClient) -> None:
-    res = worker.search(QUESTION, k=6, as_of="2026-04-01T00:00:00Z")
+def test_the_statement_form_ranks_what_the_user_told_first(stack: Stack, worker: MemoryClient) -> None:
+    # The statement form is an opt-in setting (HIVEMEM_KMMS_STATEMENT, docs/kmms.md): searched in process with it.
+    res = search_in_process(stack, CLAW, "noor", QUESTION, 6, "2026-04-01T00:00:00Z", statement=0.5, rules=SEED_RULES)
     sessions = [h.session_id for h in res.hits if h.layer == 4]
     assert sessions[0] == EVIDENCE, [(h.session_id, h.similarity, h.text[:50]) for h in res.hits if h.layer == 4]
 

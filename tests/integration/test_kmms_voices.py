@@ -11,7 +11,7 @@ import pytest
 
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
-from tests.integration.kmms_support import memory
+from tests.integration.kmms_support import SEED_RULES, memory, search_in_process
 from tests.integration.support import owner_db
 
 pytestmark = pytest.mark.integration
@@ -56,8 +56,11 @@ def mem(stack: Stack) -> MemoryClient:
     return m
 
 
-def _sessions(m: MemoryClient, query: str, mode: str = "hybrid") -> list[tuple[str, float]]:
-    return [(h.session_id or "", h.similarity) for h in m.search(query, k=5, mode=mode).hits if h.layer == 4]
+def _sessions(stack: Stack, query: str, mode: str = "hybrid") -> list[tuple[str, float]]:
+    """The sessions (and similarities) of ``query`` with the voices on (an opt-in rule: docs/kmms.md)."""
+    res = search_in_process(stack, CLAW, "ana", query, 5, "2026-06-01T00:00:00Z", rules=SEED_RULES, mode=mode,
+                            tenant="mem-a")  # fmt: skip
+    return [(h.session_id or "", h.similarity) for h in res.hits]
 
 
 def test_each_vector_carries_its_voice(mem: MemoryClient, stack: Stack) -> None:
@@ -73,16 +76,16 @@ def test_each_vector_carries_its_voice(mem: MemoryClient, stack: Stack) -> None:
     assert set(voices) == {("asked", "asked"), ("told", "told"), ("planned", "asked"), ("planned", "reply")}
 
 
-def test_what_the_user_told_ranks_above_what_the_user_asked(mem: MemoryClient) -> None:
-    hits = _sessions(mem, "Which concerts have I been to recently?", mode="vector")
+def test_what_the_user_told_ranks_above_what_the_user_asked(mem: MemoryClient, stack: Stack) -> None:
+    hits = _sessions(stack, "Which concerts have I been to recently?", mode="vector")
     assert [s for s, _ in hits][:1] == ["told"], hits
     sim = dict(hits)
     # By the plain cosine (what a hit reports) the question is closer: the prior, not the model, put it first.
     assert sim["asked"] > sim["told"], hits
 
 
-def test_a_question_about_what_the_assistant_said_reads_the_replies(mem: MemoryClient) -> None:
-    assert [s for s, _ in _sessions(mem, "Which temples did you recommend for our Kyoto trip?")][:1] == ["planned"]
+def test_a_question_about_what_the_assistant_said_reads_the_replies(mem: MemoryClient, stack: Stack) -> None:
+    assert [s for s, _ in _sessions(stack, "Which temples did you recommend for our Kyoto trip?")][:1] == ["planned"]
     # Full text: the reply's words answer a question about what the assistant said, not one about the user.
-    assert "planned" in [s for s, _ in _sessions(mem, "Did you mention Pontocho alley?", mode="text")]
-    assert "planned" not in [s for s, _ in _sessions(mem, "Have I been to Pontocho alley?", mode="text")]
+    assert "planned" in [s for s, _ in _sessions(stack, "Did you mention Pontocho alley?", mode="text")]
+    assert "planned" not in [s for s, _ in _sessions(stack, "Have I been to Pontocho alley?", mode="text")]
