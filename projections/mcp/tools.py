@@ -170,8 +170,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     # KMMS: the claw's own layered memory (docs/kmms.md).
     ToolSpec("memory_add", "Add an episode (messages or content) to your memory.", "POST",
              "/api/v1/memory/episodes", body=AddIn, query=WaitQuery),
-    ToolSpec("memory_search", "Search your memory: hits with layer, confidence, hedging and provenance.", "POST",
-             "/api/v1/memory/search", body=SearchIn),
+    ToolSpec("memory_search", "Search your memory: evidence hits (episodes to cite) with confidence and hedging, and "
+             "context (derived facts, summaries) with the sessions each cites.", "POST", "/api/v1/memory/search",
+             body=SearchIn),
     ToolSpec("memory_ask", "Ask your memory: a hedged answer (null when it abstains) and the search behind it.",
              "POST", "/api/v1/memory/ask", body=SearchIn),
     # KMP: navigable process memory (docs/kmp.md).
