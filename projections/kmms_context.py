@@ -21,7 +21,7 @@ async def cited_sessions(conn: Any, m: Memory, node_ids: list[str]) -> dict[str,
         return {}
     cur = await conn.execute(
         "WITH RECURSIVE down(root, id, depth) AS ("
-        "SELECT n.node_id, s.id, 1 FROM kmms.kmms_nodes n, unnest(n.source_ids) WITH ORDINALITY s(id, i) "
+        "SELECT n.node_id, s.id, 1 FROM kmms.kmms_nodes n, unnest(n.source_ids) s(id) "
         "WHERE n.tenant = %(t)s AND n.node_id = ANY(%(ids)s) "
         "UNION SELECT d.root, s.id, d.depth + 1 FROM down d JOIN kmms.kmms_nodes n ON n.tenant = %(t)s "
         "AND n.node_id = d.id CROSS JOIN LATERAL unnest(n.source_ids) s(id) WHERE d.depth < 4) "
