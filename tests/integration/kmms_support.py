@@ -95,7 +95,7 @@ async def unit_vectors(conn: Any, claw: str, n: int) -> tuple[str, list[list[flo
     return str(rows[0][0]), [[float(x) for x in str(v).strip("[]").split(",")] for _, v in rows]
 
 
-# The ranking rules that public data did not support are off by default (docs/kmms.md, "Rules off by default"):
+# The ranking rules that public data did not support are off by default (docs/kmms.md, "How the ranking was chosen"):
 # each is a setting read at import. A test of one searches in process with the setting on, on the stack's read model.
 RULES_ON: dict[str, dict[str, Any]] = {
     "feedback": {"projections.kmms_search.FEEDBACK_BETA": 0.5},

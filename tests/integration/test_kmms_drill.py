@@ -78,11 +78,11 @@ def _drill(stack: Stack, node_ids: list[str], ranked: list[UnitHit], kind: str, 
             # The fact's own vector as the question's: similarity 1, so it drills.
             nodes: list[NodeRow] = [node_of(rows[n], similarity=1.0) for n in node_ids]
             floats = [float(x) for x in str(vector).strip("[]").split(",")]
-            mp.setattr(kmms_drill, "DRILL_SIMILARITY", RULES_ON["drill"]["projections.kmms_drill.DRILL_SIMILARITY"])
             return await kmms_drill.drill_facts(conn, Memory("mem-b", CLAW, "rui"), ranked, nodes, kind,
                                                 _ms(as_of), floats, str(model), {})  # fmt: skip
 
     with pytest.MonkeyPatch.context() as mp:  # the drill is an opt-in rule (docs/kmms.md)
+        mp.setattr(kmms_drill, "DRILL_SIMILARITY", RULES_ON["drill"]["projections.kmms_drill.DRILL_SIMILARITY"])
         return asyncio.run(run())
 
 
