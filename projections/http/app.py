@@ -17,13 +17,16 @@ from projections.http import caml, clam, claws, envelopes, governance, health, k
 from projections.http.context import ApiDeps, Ctx
 from projections.http.errors import install_error_handlers
 from projections.http.limits import MAX_BODY_BYTES, BodyLimit
+from projections.http.text_guard import TextGuard
 from projections.mcp.http_mount import McpEndpoint
 
 MIN_LONG, MAX_LONG = -(2**63), 2**63 - 1
 DESCRIPTION = f"""Event-sourced memory for fleets of AI agents.
 
 Authenticate with `Authorization: Bearer <token>` (`hivemem token --tenant T [--claw C]`).
-Every error is `{{"code": "...", "detail": "..."}}`. Request bodies are limited to {MAX_BODY_BYTES} bytes.
+Every error is `{{"code": "...", "detail": "..."}}`; a refusal never repeats the submitted content.
+A path, query or JSON body with NUL, invalid UTF-8 or a lone surrogate is 422 `INVALID_REQUEST`.
+Request bodies are limited to {MAX_BODY_BYTES} bytes.
 """
 
 
@@ -55,6 +58,9 @@ def create_app(deps: ApiDeps) -> FastAPI:
         ctx.requests.labels(request.method, route, str(response.status_code)).inc()
         return response
 
+    # Text that is not text (NUL, invalid UTF-8, lone surrogates) in a path, query or JSON body: 422
+    # before any route reads it (projections/http/text_guard.py). Inside BodyLimit, which caps what it reads.
+    app.add_middleware(TextGuard)
     # Outermost (added last): an oversized body is refused before anything reads it.
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
     for area in (health, envelopes, claws, governance, caml, memory, kmp, kstar, clam):
