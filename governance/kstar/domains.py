@@ -34,6 +34,7 @@ from governance.kstar.records import Fact, KstarModel, KstarRefusal, Name, Trace
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,255}")
+_PLAIN = re.compile(r"[A-Za-z0-9_$-]{1,64}")  # a data key or schema keyword shown in a refusal
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,27 @@ def validate_fact(schema: DomainSchema | None, fact: Fact) -> None:
         raise KstarRefusal("KSTAR_INVALID_SCHEMA", f"schema {schema.name!r} cannot be applied: "
                            f"{type(exc).__name__}") from None  # fmt: skip
     if error is not None:
-        path = "data" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        raise KstarRefusal("KSTAR_SCHEMA_VIOLATION", f"{path}: {error.message[:200]}")
+        raise KstarRefusal("KSTAR_SCHEMA_VIOLATION", violation(error.absolute_path, str(error.validator),
+                                                               error.validator_value))  # fmt: skip
+
+
+def violation(path: Iterable[Any], rule: str, constraint: Any) -> str:
+    """Where the data breaks which rule of the schema, and the rule's own value when it is short
+    (``data.grade: breaks the schema's maximum rule (100)``); never the data's value. jsonschema's own
+    message quotes the value, so it is not used. A key that is not a plain name shows as ``…``."""
+    where = "data" + "".join(f"[{p}]" if isinstance(p, int) else f".{_key(str(p))}" for p in path)
+    shown = rfc8785.dumps(constraint).decode() if _scalars(constraint) else ""
+    said = f" ({shown})" if shown and len(shown) <= 200 else ""
+    return f"{where}: breaks the schema's {_key(rule)} rule{said}"
+
+
+def _key(name: str) -> str:
+    return name if _PLAIN.fullmatch(name) else "…"
+
+
+def _scalars(value: Any) -> bool:
+    items = value if isinstance(value, list) else [value]
+    return all(isinstance(v, str | int | float | bool) or v is None for v in items)
 
 
 # ---------------------------------------------------------------------------------------------- trace categories
