@@ -261,6 +261,7 @@ def run_api(settings: Settings) -> None:
         projection_topics={n: p.topics(settings.topics) for n, p in projections(settings).items()},
         presence_window_ms=int(settings.presence_window_s * 1000),
         processors=expected_processors(),
+        ready_max_lag=settings.ready_max_lag,
         embedder=warm_embedder(),
         previous_embedder=warm_previous_embedder(),
         caml_audit=caml_out.audit,

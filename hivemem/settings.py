@@ -9,7 +9,9 @@ recent; default 30), ``HIVEMEM_EXPIRY_GRACE_MS`` (how long past a deadline votes
 read before the proposal expires; default 1000), ``HIVEMEM_KAFKA_BROKERS`` (how many local
 Kafka nodes ``hivemem up`` starts when no bootstrap is given: 1, or 3 or more for a KRaft
 cluster; default 1), ``HIVEMEM_KAFKA_REPLICATION`` (replication factor of the topics HiveMem
-creates; unset: the local cluster's size, or the broker count up to 3).
+creates; unset: the local cluster's size, or the broker count up to 3), ``HIVEMEM_READY_MAX_LAG``
+(a processor more records behind than this is flagged ``behind`` in /readyz, which stays 200;
+default 10000).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Settings:
     expiry_grace_ms: int = 1000
     kafka_brokers: int = 1
     kafka_replication: int | None = None
+    ready_max_lag: int = 10_000
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -78,6 +81,7 @@ class Settings:
             expiry_grace_ms=int(os.environ.get("HIVEMEM_EXPIRY_GRACE_MS", "1000")),
             kafka_brokers=_kafka_brokers(os.environ.get("HIVEMEM_KAFKA_BROKERS", "1")),
             kafka_replication=int(os.environ.get("HIVEMEM_KAFKA_REPLICATION") or 0) or None,
+            ready_max_lag=_at_least_zero("HIVEMEM_READY_MAX_LAG", os.environ.get("HIVEMEM_READY_MAX_LAG") or "10000"),
         )
 
     def voting(self) -> VotingConfig:
@@ -124,6 +128,13 @@ def _kafka_brokers(raw: str) -> int:
     if n == 2 or n < 1:
         # Two controllers cannot lose one and keep a quorum: no safer than one, twice the cost.
         raise ValueError(f"HIVEMEM_KAFKA_BROKERS must be 1, or 3 or more, not {n}")
+    return n
+
+
+def _at_least_zero(name: str, raw: str) -> int:
+    n = int(raw)
+    if n < 0:
+        raise ValueError(f"{name} must be 0 or more, not {n}")
     return n
 
 

@@ -1,5 +1,5 @@
-"""``/healthz`` (the process answers), ``/readyz`` (it can do its job: Postgres, Kafka and every
-processor running, heartbeating and keeping up) and ``/metrics`` (Prometheus text).
+"""``/healthz`` (the process answers), ``/readyz`` (it can serve: Postgres, Kafka and every processor
+alive; how far each is behind is reported beside, never failing it) and ``/metrics`` (Prometheus text).
 
 No `from __future__ import annotations` here: FastAPI must see the real types.
 """
@@ -16,15 +16,31 @@ from pydantic.alias_generators import to_camel
 from projections.caml_metrics import CamlCollector, read_snapshot
 from projections.http.context import Ctx
 
+# A loop in these states is alive: ``reconnecting`` waits out an outage at its stored offset (a model
+# server it needs is down; Postgres and Kafka are checked on their own) and keeps heartbeating.
+ALIVE = frozenset({"running", "reconnecting"})
+
 
 class ProcessorCheck(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
-    ok: bool
+    ok: bool  # alive: running or reconnecting, heartbeat fresh
     state: str  # running | reconnecting | stopped, or missing (no row: never started)
     heartbeat_age_s: float | None
     lag: int | None  # records behind the end of its inputs
+    behind: bool  # lag over ready_max_lag: reported, never a reason for 503
     last_batch_at: int | None  # ms since the epoch
+
+
+def processor_check(state: str, age_s: float, lag: int, last_batch_at: int | None, *, stale_s: float,
+                    behind_lag: int) -> ProcessorCheck:  # fmt: skip
+    """A processor that has a progress row: ok iff alive (``ALIVE`` and a heartbeat younger than
+    ``stale_s``), however far behind it is."""
+    return ProcessorCheck(ok=state in ALIVE and age_s < stale_s, state=state, heartbeat_age_s=round(age_s, 3),
+                          lag=lag, behind=lag > behind_lag, last_batch_at=last_batch_at)  # fmt: skip
+
+
+MISSING = ProcessorCheck(ok=False, state="missing", heartbeat_age_s=None, lag=None, behind=False, last_batch_at=None)
 
 
 class ReadyChecks(BaseModel):
@@ -36,6 +52,7 @@ class ReadyChecks(BaseModel):
 
 class ReadyView(BaseModel):
     ready: bool
+    behind: bool  # some processor is more than ready_max_lag records behind (catching up; still ready)
     checks: ReadyChecks
 
 
@@ -54,6 +71,10 @@ def router(ctx: Ctx) -> APIRouter:
     audit_gauge = Gauge("hivemem_audit_events", "Audited inbound records", ["outcome", "reason_code"],
                         registry=ctx.metrics)  # fmt: skip
     lag_gauge = Gauge("hivemem_projection_lag", "Records not yet folded", ["projection"], registry=ctx.metrics)
+    proc_lag = Gauge("hivemem_processor_lag", "Records a processor is behind the end of its inputs", ["processor"],
+                     registry=ctx.metrics)  # fmt: skip
+    proc_alive = Gauge("hivemem_processor_alive", "1 if the processor is running or reconnecting with a fresh "
+                       "heartbeat (what /readyz checks)", ["processor"], registry=ctx.metrics)  # fmt: skip
     caml_metrics = CamlCollector()  # the CAML metrics, read from the read model at each scrape
     ctx.metrics.register(caml_metrics)
 
@@ -68,13 +89,11 @@ def router(ctx: Ctx) -> APIRouter:
         out: dict[str, ProcessorCheck] = {}
         for name in deps.processors:
             if name not in seen:
-                out[name] = ProcessorCheck(ok=False, state="missing", heartbeat_age_s=None, lag=None,
-                                           last_batch_at=None)  # fmt: skip
+                out[name] = MISSING
                 continue
             state, age, lag, last = seen[name]
-            ok = state == "running" and age < deps.ready_stale_s and lag <= deps.ready_max_lag
-            out[name] = ProcessorCheck(ok=ok, state=state, heartbeat_age_s=round(age, 3), lag=lag,
-                                       last_batch_at=None if last is None else int(last))  # fmt: skip
+            out[name] = processor_check(state, age, lag, None if last is None else int(last),
+                                        stale_s=deps.ready_stale_s, behind_lag=deps.ready_max_lag)  # fmt: skip
         return out
 
     @r.get("/readyz", response_model=ReadyView,
@@ -100,8 +119,9 @@ def router(ctx: Ctx) -> APIRouter:
         except Exception as exc:
             lag = f"error: {type(exc).__name__}"
         ready = postgres == "ok" and kafka == "ok" and isinstance(procs, dict) and all(p.ok for p in procs.values())
-        view = ReadyView(ready=ready, checks=ReadyChecks(postgres=postgres, kafka=kafka, projection_lag=lag,
-                                                         processors=procs))  # fmt: skip
+        behind = isinstance(procs, dict) and any(p.behind for p in procs.values())
+        checks = ReadyChecks(postgres=postgres, kafka=kafka, projection_lag=lag, processors=procs)
+        view = ReadyView(ready=ready, behind=behind, checks=checks)
         return JSONResponse(view.model_dump(by_alias=True), status_code=200 if ready else 503)
 
     @r.get("/metrics", response_class=Response,
@@ -113,9 +133,16 @@ def router(ctx: Ctx) -> APIRouter:
                 cur = await conn.execute("SELECT outcome, reason_code, n FROM hivemem.audit_counts()")
                 for outcome, reason, n in await cur.fetchall():
                     audit_gauge.labels(outcome, reason).set(float(n))  # type: ignore[arg-type]
+            for name, check in (await processors()).items():
+                proc_alive.labels(name).set(1.0 if check.ok else 0.0)
+                if check.lag is not None:
+                    proc_lag.labels(name).set(check.lag)
+        except Exception:  # the counters still answer while Postgres is down
+            pass
+        try:
             for name, lag in (await run_in_threadpool(deps.projection_lag)).items():
                 lag_gauge.labels(name).set(lag)
-        except Exception:  # the counters still answer while Postgres or Kafka is down
+        except Exception:  # and while Kafka is
             pass
         try:
             async with ctx.pool.connection() as conn:

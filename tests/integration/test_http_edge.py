@@ -6,9 +6,12 @@ the OpenAPI document matches what the server does (schemathesis, all checks)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,8 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
+from deploy.kafka_local import free_port
 from hivemem.services import expected_processors
-from hivemem.stack import Stack
+from hivemem.stack import ServiceProcess, Stack
 from projections.auth import mint_token
 from projections.http.limits import MAX_BODY_BYTES
 from tests.conftest import wait_until
@@ -66,9 +70,11 @@ def test_hostile_fields_and_parameters_are_422_never_500(stack: Stack) -> None:
             _error(h.get(path), 422, "INVALID_REQUEST")
         for instant in ("99999999999999999999", "2026-02-31T00:00:00Z", "2026-01-01T00:00"):
             _error(h.get("/api/v1/facts/k", params={"as_of": instant}), 422, "INVALID_AS_OF")
-        # Lone surrogates cannot arrive in a path or query (they are percent-decoded as UTF-8 with
-        # replacement), so an encoded one reads as U+FFFD: a valid, unknown id.
-        _error(h.get("/api/v1/proposals/%ED%A0%80"), 404, "PROPOSAL_NOT_FOUND")
+        # An encoded lone surrogate or invalid UTF-8 is refused, not decoded with replacement characters
+        # into another, valid id (projections/http/text_guard.py; every route: test_hostile_walk.py).
+        for path in ("/api/v1/proposals/%ED%A0%80", "/api/v1/proposals/%FF", "/api/v1/audit?traceId=x%ED%A0%80y",
+                     "/api/v1/claws?capability=%FF"):  # fmt: skip
+            _error(h.get(path), 422, "INVALID_REQUEST")
 
 
 def test_request_body_is_capped_with_and_without_content_length(stack: Stack) -> None:
@@ -205,15 +211,18 @@ def test_openapi_declares_error_body_bearer_auth_and_text_metrics(stack: Stack) 
 
 
 def test_readyz_watches_every_processor(stack: Stack) -> None:
+    """Ready iff Postgres, Kafka and every processor are alive (running or reconnecting, heartbeating): one
+    stopped (dead) or paused (stuck) is a 503; one far behind is reported (``behind``) and stays a 200."""
     expected = set(expected_processors())  # the gate, governance, caml, the embedder, every read model
     assert {"gate", "governance-processor", "caml-processor", "claws", "audit", "governance", "caml"} < expected
     with httpx.Client(base_url=stack.api_url, timeout=30) as h:
-        ready = wait_until(lambda: (r := h.get("/readyz")).status_code == 200 and r.json(), 60, what="ready")
+        ready = wait_until(lambda: (r := h.get("/readyz")).status_code == 200 and not r.json()["behind"] and r.json(),
+                           60, what="ready and caught up")  # fmt: skip
         procs = ready["checks"]["processors"]
         assert set(procs) == expected
         for p in procs.values():
             assert p["ok"] and p["state"] == "running" and 0 <= p["heartbeatAgeS"] < 15 and p["lag"] <= 10_000
-            assert set(p) == {"ok", "state", "heartbeatAgeS", "lag", "lastBatchAt"}
+            assert set(p) == {"ok", "state", "heartbeatAgeS", "lag", "behind", "lastBatchAt"} and not p["behind"]
         gov = stack.services["governance"]
         gov.stop()
         try:
@@ -223,6 +232,62 @@ def test_readyz_watches_every_processor(stack: Stack) -> None:
         finally:
             gov.start()
         wait_until(lambda: h.get("/readyz").status_code == 200, 60, what="ready again")
+        # Stuck: the kmp service paused, its heartbeat goes stale.
+        kmp = stack.services["kmp"].proc
+        assert kmp is not None
+        os.kill(kmp.pid, signal.SIGSTOP)
+        try:
+            stuck = wait_until(lambda: (r := h.get("/readyz")).status_code == 503 and r.json(), 45, what="stuck")
+            check = stuck["checks"]["processors"]["kmp-processor"]
+            assert not check["ok"] and check["state"] == "running" and check["heartbeatAgeS"] >= 15
+        finally:
+            os.kill(kmp.pid, signal.SIGCONT)
+        wait_until(lambda: h.get("/readyz").status_code == 200, 60, what="ready after the pause")
+
+    # Behind: an API whose threshold is 50 records flags a burst's backlog, and answers 200 throughout.
+    port = free_port()
+    env = {**stack.child_env(), "HIVEMEM_API_PORT": str(port), "HIVEMEM_READY_MAX_LAG": "50"}
+    api = ServiceProcess("api-behind", ["api"], env, stack.settings.home / "logs")
+    api.start()
+    stop = threading.Event()
+
+    def burst() -> None:
+        c = client(stack, f"claw-burst-{uuid.uuid4().hex[:6]}")
+        while not stop.is_set():
+            for _ in range(200):
+                c.publish_envelope_async(c.build("presence", {"status": "ACTIVE"}), lambda tok, err: None)
+            c.flush(60)
+
+    writer = threading.Thread(target=burst, daemon=True)
+    answers: list[tuple[int, bool]] = []
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as h:
+            wait_until(lambda: _answers(h, "/healthz"), 90, what="the second API")
+            wait_until(lambda: (r := h.get("/readyz")).status_code == 200 and not r.json()["behind"], 60,
+                       what="the second API ready and caught up")  # fmt: skip
+            writer.start()
+
+            def behind() -> bool:
+                r = h.get("/readyz")
+                answers.append((r.status_code, r.json()["behind"]))
+                return answers[-1][1]
+
+            wait_until(behind, 90, interval=0.2, what="a processor behind")
+            stop.set()
+            writer.join(60)
+            wait_until(lambda: not behind(), 120, interval=0.5, what="caught up after the burst")
+    finally:
+        stop.set()
+        api.stop()
+    assert {status for status, _ in answers} == {200} and (200, True) in answers, answers
+
+
+def _answers(h: httpx.Client, path: str) -> bool:
+    try:
+        return h.get(path).status_code == 200
+    except httpx.HTTPError:
+        time.sleep(0.3)
+        return False
 
 
 SCHEMATHESIS_CONFIG = """
