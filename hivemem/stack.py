@@ -159,7 +159,7 @@ class Stack:
         raise RuntimeError("the API did not answer /healthz in time")
 
     def wait_ready(self, timeout: float = 120.0) -> None:
-        """Until /readyz answers 200: every processor running and caught up. The caml service
+        """Until /readyz answers 200: every processor alive (caught up or not). The caml service
         loads its models (NER, embeddings) first, which takes seconds on a small machine."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
