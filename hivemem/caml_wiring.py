@@ -14,10 +14,13 @@ from contracts.caml_records import CamlAuditEntry, CamlEvent, encode_caml
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
 from governance.caml.engine import Scanner
 from governance.pii import PiiPolicy, PiiVerdict, scan
-from inference.embeddings import Embedder, embedder_from_env
+from inference.embedding_base import UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE
+from inference.embeddings import Embedder, EmbeddingError, embedder_from_env
 from streams.kafka import producer_config
 
 log = logging.getLogger("hivemem.caml")
+# A server's outage (refused, timeout, 5xx, 408, 429): waited out, at start-up as later.
+WAITED_OUT = frozenset({UPSTREAM_UNAVAILABLE, UPSTREAM_TIMEOUT})
 
 
 @cache
@@ -25,11 +28,25 @@ def embedder() -> Embedder:
     return embedder_from_env()
 
 
-def warm_embedder() -> Embedder:
-    """The embedder with its model loaded (the first call loads it: seconds, not milliseconds)."""
-    e = embedder()
-    e.embed(["warm up"])
+def warm(e: Embedder) -> Embedder:
+    """``e`` with its model loaded (the first call loads it: seconds, not milliseconds). An embeddings
+    server that is down or busy is an outage, not a reason not to start: the warning is logged and
+    the first use asks again (an embedder processor waits at its stored offset, a search answers 503
+    ``EMBEDDINGS_UNAVAILABLE``, during a switch the old model serves). Anything else (a missing local
+    model, a 4xx, a wrong dimension) is a configuration to fix, and stops the service."""
+    try:
+        e.embed(["warm up"])
+    except EmbeddingError as exc:
+        if exc.code not in WAITED_OUT:
+            raise
+        log.warning("%s did not answer the warm-up (%s); starting without it, the first use asks again",
+                    e.model_id, exc)  # fmt: skip
     return e
+
+
+def warm_embedder() -> Embedder:
+    """The embedder, warmed (``warm``)."""
+    return warm(embedder())
 
 
 @cache
@@ -43,11 +60,9 @@ def previous_embedder() -> Embedder | None:
 
 
 def warm_previous_embedder() -> Embedder | None:
-    """``previous_embedder``, its model loaded."""
+    """``previous_embedder``, warmed (``warm``)."""
     e = previous_embedder()
-    if e is not None:
-        e.embed(["warm up"])
-    return e
+    return None if e is None else warm(e)
 
 
 def pii_policy() -> PiiPolicy:
