@@ -17,7 +17,6 @@ function el(tag, attrs = {}, ...children) {
   for (const c of children) if (c !== null && c !== undefined) node.append(c);
   return node;
 }
-const when = (ms) => (ms ? new Date(ms).toLocaleTimeString() : "—");
 function loaded(node) { node.dataset.loaded = "1"; }
 
 // ---- connection ----------------------------------------------------------------------------
@@ -73,10 +72,12 @@ function hello(data) {
   document.body.dataset.tenant = data.tenant;
 }
 
-// ---- envelope flow and the throughput/lag plot ------------------------------------------------
+// ---- envelope flow and the throughput/lag chart ------------------------------------------------
+const WINDOW_S = 120;
 const seconds = new Map();  // unix second -> envelopes counted in it (from deltas of pushed totals)
 let lastTotal = null;
-let lagSeries = [];  // [ms, lag]
+let lagSeries = [];  // [ms, lag] at each push
+let throughput = null;  // the uPlot chart, made once the panel is shown
 
 function flow(data) {
   const body = $("#flow tbody");
@@ -90,6 +91,7 @@ function flow(data) {
       el("td", { text: t.type }), el("td", { class: "num accepted", text: t.accepted }),
       el("td", { class: "num rejected", text: t.rejected }), el("td", { class: "reasons", text: reasons })));
   }
+  if (!data.topics.length) body.append(el("tr", {}, el("td", { colSpan: 4, class: "muted", text: "no envelopes yet" })));
   if (lastTotal !== null && total >= lastTotal) {
     const sec = Math.floor(data.at / 1000);
     seconds.set(sec, (seconds.get(sec) || 0) + (total - lastTotal));
@@ -97,70 +99,75 @@ function flow(data) {
   lastTotal = total;
   lagSeries.push([data.at, data.lag]);
   lagSeries = lagSeries.filter(([at]) => at > Date.now() - WINDOW_S * 1000);
+  $("#flow-total").textContent = `${total.toLocaleString("en-US")} envelopes audited · lag ${data.lag} records · ${stamp(data.at)}`;
   loaded($("#flow"));
   drawThroughput();
 }
 
-const WINDOW_S = 120;
-
+// One point per second of the window: envelopes counted in it (a second with no push: 0) and the lag
+// last pushed at or before it (none before the first push).
 function drawThroughput() {
-  const canvas = $("#throughput");
-  const g = canvas.getContext("2d");
-  const w = canvas.width, h = canvas.height, pad = 28;
-  g.clearRect(0, 0, w, h);
+  if ($("#main").hidden) return;
   const now = Math.floor(Date.now() / 1000);
-  const xs = (sec) => pad + ((sec - (now - WINDOW_S)) / WINDOW_S) * (w - 2 * pad);
-  const rates = [];
-  for (let s = now - WINDOW_S; s <= now; s += 1) rates.push([s, seconds.get(s) || 0]);  // no push: nothing changed
   for (const s of seconds.keys()) if (s < now - WINDOW_S) seconds.delete(s);
-  const maxRate = Math.max(1, ...rates.map((r) => r[1]));
-  const maxLag = Math.max(1, ...lagSeries.map((r) => r[1]));
-  g.strokeStyle = "#e1e4ea";
-  g.strokeRect(pad, 4, w - 2 * pad, h - pad - 4);
-  g.fillStyle = "#6b7385";
-  g.font = "11px system-ui";
-  g.fillText(`${maxRate}/s`, 2, 14);
-  g.fillText(`${maxLag}`, w - pad + 2, 14);
-  g.fillText(`-${WINDOW_S}s`, pad, h - 10);
-  g.fillText("now", w - pad - 20, h - 10);
-  const ys = (v, max) => h - pad - (v / max) * (h - pad - 8);
-  g.strokeStyle = "#3b6fd8";
-  g.beginPath();
-  rates.forEach(([s, r], i) => (i ? g.lineTo(xs(s), ys(r, maxRate)) : g.moveTo(xs(s), ys(r, maxRate))));
-  g.stroke();
-  g.strokeStyle = "#e08a2c";
-  g.beginPath();
-  lagSeries.forEach(([at, lag], i) => {
-    const x = xs(at / 1000), y = ys(lag, maxLag);
-    if (i) g.lineTo(x, y); else g.moveTo(x, y);
-  });
-  if (lagSeries.length) g.lineTo(xs(now), ys(lagSeries[lagSeries.length - 1][1], maxLag));
-  g.stroke();
+  const xs = [], rates = [], lags = [];
+  let j = 0, lag = null;
+  for (let s = now - WINDOW_S; s <= now; s += 1) {
+    while (j < lagSeries.length && lagSeries[j][0] / 1000 <= s + 1) lag = lagSeries[j++][1];
+    xs.push(s);
+    rates.push(seconds.get(s) || 0);
+    lags.push(lag);
+  }
+  throughput = throughput || throughputChart($("#throughput"));
+  throughput.setData([xs, rates, lags]);
 }
 
 // ---- claws --------------------------------------------------------------------------------
+// The dot and the words say the same: present (ACTIVE, healthy, within its ttl) or absent and why.
+function absence(c) {
+  if (c.status && c.status !== "ACTIVE") return `absent · reported ${c.status}`;
+  if (c.healthy === false) return "absent · reported unhealthy";
+  return "absent · no heartbeat within its ttl";
+}
+
+function setPresence(li, present, why) {
+  li.dataset.presence = present ? "present" : "absent";
+  li.querySelector(".dot").classList.toggle("active", present);
+  li.querySelector(".dot").title = present ? "present" : "absent";
+  li.querySelector(".presence").textContent = present ? "present" : why;
+  li.querySelector(".presence").className = `presence ${present ? "present" : "absent"}`;
+}
+
+function countPresent() {
+  const rows = document.querySelectorAll("#claws li[data-claw]");
+  const present = document.querySelectorAll('#claws li[data-presence="present"]').length;
+  $("#claws-summary").textContent = rows.length ? `${present} of ${rows.length} present` : "";
+}
+
 function claws(data) {
   const list = $("#claws");
   const received = Date.now();
-  list.replaceChildren(...data.map((c) => el("li", { "data-claw": c.clawId },
-    el("span", { class: `dot ${c.active ? "active" : ""}`, title: c.active ? "present" : "absent",
-      "data-active-until": c.active ? String(received + c.activeForMs) : "" }),
-    el("strong", { text: c.clawId }), " ",
-    el("span", { class: "muted", text: `${c.status || "—"} · seen ${when(c.lastSeen)}` }),
-    c.capabilities.length ? el("div", { class: "muted small", text: c.capabilities.join(", ") }) : null)));
+  list.replaceChildren(...data.map((c) => {
+    const li = el("li", { "data-claw": c.clawId, "data-active-until": c.active ? String(received + c.activeForMs) : "" },
+      el("span", { class: "dot" }), el("strong", { text: c.clawId }), " ", el("span", { class: "presence" }),
+      el("div", { class: "muted small seen",
+        text: [`last seen ${stamp(c.lastSeen)}`, ...c.capabilities].join(" · ") }));
+    setPresence(li, c.active, absence(c));
+    return li;
+  }));
   if (!data.length) list.append(el("li", { class: "muted", text: "no claws yet" }));
+  countPresent();
   loaded(list);
 }
 
-// Presence going stale changes no row, so nothing is pushed: each dot greys when its time runs out.
+// Presence going stale changes no row, so nothing is pushed: each claw turns absent on the page's own
+// clock when its time runs out.
 function expirePresence() {
   const now = Date.now();
-  document.querySelectorAll("#claws .dot.active[data-active-until]").forEach((dot) => {
-    if (Number(dot.dataset.activeUntil) < now) {
-      dot.classList.remove("active");
-      dot.title = "absent (presence expired)";
-    }
+  document.querySelectorAll('#claws li[data-presence="present"][data-active-until]').forEach((li) => {
+    if (Number(li.dataset.activeUntil) < now) setPresence(li, false, "absent · heartbeat expired");
   });
+  countPresent();
 }
 
 // ---- proposals, votes, decisions ------------------------------------------------------------
@@ -192,51 +199,27 @@ function facts(data) {
   box.replaceChildren(...data.map((f) => el("div", { class: "chain", "data-fact-key": f.factKey },
     el("strong", { text: f.factKey }),
     el("ol", {}, ...f.versions.map((v) => el("li", { value: v.version, class: v.validTo ? "closed" : "",
-      text: `v${v.version} ${v.statement} (${when(v.validFrom)}${v.validTo ? ` – ${when(v.validTo)}` : ", current"})` }))))));
+      text: `v${v.version} ${v.statement} (${stamp(v.validFrom)}${v.validTo ? ` – ${stamp(v.validTo)}` : ", current"})` }))))));
   if (!data.length) box.append(el("p", { class: "muted", text: "no facts yet" }));
   loaded(box);
 }
 
 // ---- CAML reputation and observations -----------------------------------------------------------
-const PALETTE = ["#3b6fd8", "#1f9d55", "#d64545", "#b7791f", "#805ad5", "#2c7a7b", "#d53f8c", "#4a5568"];
+let repChart = null;
 
 function reputation(data) {
   const body = $("#reputation tbody");
   body.replaceChildren(...data.scores.map((s) => el("tr", { "data-claw": s.clawId },
-    el("td", { text: s.clawId }), el("td", { class: "num", text: s.score.toFixed(3) }),
-    el("td", { class: "muted", text: when(s.at) }))));
+    el("td", { text: s.clawId }), el("td", { class: "num", text: s.score.toFixed(2) }),
+    el("td", { class: "muted at", text: stamp(s.at) }))));
   if (!data.scores.length) body.append(el("tr", {}, el("td", { class: "muted", text: "no reputation yet" })));
-  drawReputation(data.history);
+  const box = $("#rep-history");
+  const series = reputationSeries(data.history);
+  box.hidden = !series.claws.length;
+  $("#rep-note").textContent = !series.claws.length ? "no reputation changes yet"
+    : series.hidden ? `the ${series.claws.length} claws changed most recently (${series.hidden} more not drawn)` : "";
+  if (series.claws.length && !$("#main").hidden) repChart = reputationChart(box, repChart, series);
   loaded($("#reputation"));
-}
-
-function drawReputation(history) {
-  const canvas = $("#rep-history");
-  const g = canvas.getContext("2d");
-  const w = canvas.width, h = canvas.height, pad = 24;
-  g.clearRect(0, 0, w, h);
-  g.strokeStyle = "#e1e4ea";
-  g.strokeRect(pad, 4, w - 2 * pad, h - pad - 4);
-  if (!history.length) return;
-  const t0 = history[0].at, t1 = Math.max(history[history.length - 1].at, t0 + 1);
-  const lo = Math.min(...history.map((e) => e.score)), hi = Math.max(...history.map((e) => e.score), lo + 0.01);
-  const byClaw = new Map();
-  for (const e of history) (byClaw.get(e.clawId) || byClaw.set(e.clawId, []).get(e.clawId)).push(e);
-  g.font = "11px system-ui";
-  let i = 0;
-  for (const [claw, events] of byClaw) {
-    const color = PALETTE[i % PALETTE.length];
-    g.strokeStyle = color;
-    g.beginPath();
-    events.forEach((e, j) => {
-      const x = pad + ((e.at - t0) / (t1 - t0)) * (w - 2 * pad), y = h - pad - ((e.score - lo) / (hi - lo)) * (h - pad - 8);
-      if (j) g.lineTo(x, y); else g.moveTo(x, y);
-    });
-    g.stroke();
-    g.fillStyle = color;
-    g.fillText(claw, pad + 4 + 70 * (i % 5), h - 6);
-    i += 1;
-  }
 }
 
 function observations(data) {
@@ -244,7 +227,7 @@ function observations(data) {
   list.replaceChildren(...data.map((o) => el("li", { "data-observation-id": o.observationId },
     el("strong", { text: `${o.type} · ${o.domain}` }), " ", el("span", { text: o.summary }),
     el("div", { class: "muted small",
-      text: `${o.clawId} · confidence ${o.confidence.toFixed(2)} · +${o.validations} / −${o.refutations} · ${when(o.at)}` }))));
+      text: `${o.clawId} · confidence ${o.confidence.toFixed(2)} · +${o.validations} / −${o.refutations} · ${stamp(o.at)}` }))));
   if (!data.length) list.append(el("li", { class: "muted", text: "no observations yet" }));
   loaded(list);
 }
@@ -270,45 +253,11 @@ function drawKmms() {
   const max = Math.max(1, ...Object.values(claw.layers));
   box.replaceChildren(el("div", { class: "bars" }, ...["L4", "L3", "L2", "L1"].map((l) => el("div", { class: "bar" },
     el("span", { class: "label", text: names[l] }),
-    el("span", { class: "fill", style: `width:${(200 * claw.layers[l]) / max}px` }),
+    el("span", { class: "track" }, el("span", { class: "fill", style: `width:${(100 * claw.layers[l]) / max}%` })),
     el("span", { class: "num", "data-layer": l, text: claw.layers[l] })))));
 }
 
-// ---- graph (vis-network, vendored) -----------------------------------------------------------------
-let network = null;
-let graphNodes = null, graphEdges = null;
-const graphParts = { base: { nodes: [], edges: [] }, clam: { nodes: [], edges: [] } };
-const GROUPS = {
-  claw: { color: "#3b6fd8", shape: "dot" }, proposal: { color: "#b7791f", shape: "box" },
-  fact: { color: "#1f9d55", shape: "diamond" }, entity: { color: "#805ad5", shape: "ellipse" },
-  clam: { color: "#2c7a7b", shape: "hexagon" },
-};
-
-function ensureNetwork() {
-  if (network || typeof vis === "undefined") return network;
-  graphNodes = new vis.DataSet();
-  graphEdges = new vis.DataSet();
-  network = new vis.Network($("#graph"), { nodes: graphNodes, edges: graphEdges }, {
-    groups: Object.fromEntries(Object.entries(GROUPS).map(([k, v]) => [k, { ...v, font: { color: "#1d2330" } }])),
-    edges: { arrows: "to", font: { size: 10, align: "middle" }, color: "#9aa3b5" },
-    physics: { stabilization: { iterations: 150 } },
-  });
-  return network;
-}
-
-// Diff into the DataSets, so a push moves only what changed instead of re-laying out the graph.
-function syncGraph() {
-  if (!ensureNetwork()) return;
-  const nodes = [...graphParts.base.nodes, ...graphParts.clam.nodes];
-  const edges = [...new Map([...graphParts.base.edges, ...graphParts.clam.edges]
-    .map((e) => [`${e.from}>${e.to}>${e.label || ""}`, e])).entries()].map(([id, e]) => ({ id, ...e }));
-  const keepN = new Set(nodes.map((n) => n.id)), keepE = new Set(edges.map((e) => e.id));
-  graphNodes.remove(graphNodes.getIds().filter((id) => !keepN.has(id)));
-  graphEdges.remove(graphEdges.getIds().filter((id) => !keepE.has(id)));
-  graphNodes.update(nodes);
-  graphEdges.update(edges);
-}
-
+// ---- graph (drawn by graph.js) ---------------------------------------------------------------------
 function graph(data) {
   graphParts.base = { nodes: data.nodes, edges: data.edges };
   syncGraph();
@@ -318,23 +267,25 @@ function graph(data) {
 // The CLAM area (nodes and triples) arrives as area "clam". Accepts {nodes:[{id|conceptId, label|name}],
 // triples:[{subject, predicate, object}]} and draws them beside the rest, in their own group.
 function renderClamGraph(data) {
-  const nodes = new Map();
-  const add = (id, label) => { if (!nodes.has(`clam:${id}`)) nodes.set(`clam:${id}`, { id: `clam:${id}`, label: String(label ?? id).slice(0, 60), group: "clam" }); };
-  for (const n of data.nodes || []) {
-    const id = n.id ?? n.conceptId ?? n.nodeId;
-    if (id !== undefined) add(id, n.label ?? n.name ?? n.text ?? id);
-    if (id !== undefined && n.group) nodes.get(`clam:${id}`).group = `clam-${n.group}`;  // volatile / semantic / episodic
-  }
-  const edges = [];
-  for (const t of data.triples || []) {
-    add(t.subject, t.subject);
-    add(t.object, t.object);
-    edges.push({ from: `clam:${t.subject}`, to: `clam:${t.object}`, label: t.predicate });
-  }
-  graphParts.clam = { nodes: [...nodes.values()], edges };
+  graphParts.clam = clamGraph(data);
   syncGraph();
+  clamPanel(data);
+}
+
+// The seed's bifurcated counters, then the newest triples and nodes as text.
+function clamPanel(data) {
   const c = data.counts;
-  if (c) $("#clam-counts").textContent = `volatile ${c.volatile} · semantic ${c.semantic} · episodic ${c.episodic} · triples ${c.triples}`;
+  if (!c) return;
+  $("#clam-counts").replaceChildren(...["volatile", "semantic", "episodic", "triples"].map((k) =>
+    el("div", { class: "stat", "data-count": k }, el("b", { text: c[k] }), " ", el("span", { text: k }))));
+  const triples = (data.triples || []).slice(0, 6).map((t) => el("li", {},
+    el("span", { text: t.subject }), el("span", { class: "pred", text: ` —${t.predicate}→ ` }), el("span", { text: t.object })));
+  const nodes = (data.nodes || []).slice(0, 6).map((n) => el("li", {},
+    el("span", { class: `tag ${n.group}`, text: n.group }), " ", el("span", { text: String(n.label).slice(0, 80) })));
+  $("#clam-recent").replaceChildren(
+    ...(triples.length ? [el("h3", { text: "Newest triples" }), el("ul", { class: "list" }, ...triples)] : []),
+    ...(nodes.length ? [el("h3", { text: "Newest nodes" }), el("ul", { class: "list" }, ...nodes)] : []));
+  loaded($("#clam-counts"));
 }
 window.renderClamGraph = renderClamGraph;
 
@@ -357,7 +308,7 @@ document.addEventListener("DOMContentLoaded", () => {
     location.reload();
   });
   $("#kmms-claw").addEventListener("change", drawKmms);
-  // A local clock only: slides the plot's time axis; it never asks the server for anything.
+  // A local clock only: slides the chart's time axis and ages presence; it never asks the server for anything.
   setInterval(() => { drawThroughput(); expirePresence(); }, 1000);
   const saved = sessionStorage.getItem(TOKEN_KEY);
   if (saved) connect(saved);
