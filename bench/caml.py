@@ -41,6 +41,7 @@ from psycopg_pool import AsyncConnectionPool
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from bench import BENCHES
 from bench.pii import cpu_model, stage1_cost, stage2_speed
 from bench.temp_stack import temporary_stack
 from contracts.avro import decode_envelope
@@ -699,13 +700,13 @@ def load() -> str:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="hivemem bench caml")
+    ap = argparse.ArgumentParser(prog="hivemem bench caml", description=BENCHES["caml"])
     ap.add_argument("--observations", type=int, default=100_000, help="observations loaded into the pool")
     ap.add_argument("--queries", type=int, default=500, help="measured recalls (after 50 warm-up ones)")
     ap.add_argument("--probes", type=int, default=200, help="observations timed from publish to recallable")
     ap.add_argument("--probe-rate", type=float, default=20.0, help="their rate (per second)")
     ap.add_argument("--writes", type=int, default=200, help="observes and validates timed over HTTP")
-    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--seed", type=int, default=7, help="seed of the generated observations")
     args = ap.parse_args(argv)
     console = Console(stderr=True)  # progress on stderr; the figures on stdout
     n = args.observations

@@ -29,6 +29,7 @@ import uvicorn
 import websockets
 from fastapi import FastAPI
 
+from bench import BENCHES
 from bench.pipeline import pct
 from contracts.topics import TopicNames
 from deploy.kafka_local import free_port
@@ -156,12 +157,12 @@ async def fan_out(url: str, api: str, dashboards: int, rate: int, size: int, sec
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="hivemem bench dashboard")
-    ap.add_argument("--dashboards", type=int, default=50)
+    ap = argparse.ArgumentParser(prog="hivemem bench dashboard", description=BENCHES["dashboard"])
+    ap.add_argument("--dashboards", type=int, default=50, help="dashboards logged in for one tenant")
     ap.add_argument("--rate", type=int, default=3000, help="rows/s written during the fan-out run")
     ap.add_argument("--batch", type=int, default=100, help="rows per statement (a projector's batch)")
     ap.add_argument("--batches", type=int, default=300, help="statements per pipeline-cost run")
-    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--seconds", type=float, default=10.0, help="how long the fan-out run writes")
     args = ap.parse_args(argv)
     home = Path(tempfile.mkdtemp(prefix="hivemem-bench-dash-"))
     pg = LocalPostgres(home)

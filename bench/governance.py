@@ -24,6 +24,7 @@ import psycopg
 from confluent_kafka import Consumer, Producer
 from rich.console import Console
 
+from bench import BENCHES
 from bench.cpu import CpuSample, cpu_model, python_speed, report
 from bench.pipeline import pct, produce_waiting, spy
 from bench.replay import timed_replay
@@ -150,9 +151,10 @@ def latency(settings: Settings, rounds: int) -> list[float]:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="hivemem bench governance")
-    ap.add_argument("--proposals", type=int, default=10000)  # 50,000 votes: a 10 s phase, steadier than 2 s
-    ap.add_argument("--rounds", type=int, default=100)
+    ap = argparse.ArgumentParser(prog="hivemem bench governance", description=BENCHES["governance"])
+    # 50,000 votes: a 10 s phase, steadier than 2 s
+    ap.add_argument("--proposals", type=int, default=10000, help="proposals voted on in the throughput phase")
+    ap.add_argument("--rounds", type=int, default=100, help="5-claw votes timed for latency")
     ap.add_argument("--warmup", type=float, default=60.0,
                     help="seconds of voting rounds first (a fresh broker's JIT compiles for a minute)")  # fmt: skip
     ap.add_argument("--profile", type=Path, default=None,

@@ -23,6 +23,7 @@ import psycopg
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from bench import BENCHES
 from bench.caml import dist, load, scalar
 from bench.pii import cpu_model
 from bench.temp_stack import temporary_stack
@@ -128,7 +129,7 @@ def timed(h: httpx.Client, path: str, bodies: list[dict[str, Any]]) -> list[floa
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="hivemem bench kmp")
+    ap = argparse.ArgumentParser(prog="hivemem bench kmp", description=BENCHES["kmp"])
     ap.add_argument("--abouts", type=int, default=1_000, help="abouts (cases) loaded")
     ap.add_argument("--entries", type=int, default=100, help="entries per about")
     ap.add_argument("--queries", type=int, default=200, help="measured reads per operation")

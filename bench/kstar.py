@@ -38,6 +38,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from bench import BENCHES
 from bench.caml import dist, load, scalar
 from bench.pii import cpu_model
 from bench.temp_stack import running_stack
@@ -180,7 +181,7 @@ def tokens(api: str, secret: bytes, verifies: int, console: Console) -> list[flo
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="hivemem bench kstar")
+    ap = argparse.ArgumentParser(prog="hivemem bench kstar", description=BENCHES["kstar"])
     ap.add_argument("--traces", type=int, default=100_000, help="traces ingested, exported and imported")
     ap.add_argument("--verifies", type=int, default=2_000, help="measured token verifies (after 100 warm-up)")
     ap.add_argument("--out", help="also write the report to this file")

@@ -51,7 +51,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from bench import memory_baseline, memory_compare
+from bench import BENCHES, memory_baseline, memory_compare
 from bench.memory_corpus import SHAPES, Corpus, Question, Session, parse_iso
 from bench.memory_layers import consolidate_locally, l0_lookup_ms
 from bench.memory_metrics import (
@@ -478,10 +478,10 @@ def side_by_side(corpus: Corpus, runs: Sequence[ModeRun], base: memory_baseline.
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="hivemem bench memory")
+    ap = argparse.ArgumentParser(prog="hivemem bench memory", description=BENCHES["memory"])
     ap.add_argument("--users", type=int, default=30, help="users (one claw each) in the generated corpus")
     ap.add_argument("--sessions", type=int, default=40, help="sessions per user in the generated corpus")
-    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--seed", type=int, default=7, help="seed of the generated corpus")
     ap.add_argument("--shape", choices=SHAPES, default="short", help="the generated corpus' assistant replies: one "
                     "sentence, or LongMemEval-sized (800-2,000 characters) with single-session-assistant "
                     "questions")  # fmt: skip

@@ -32,6 +32,7 @@ import psycopg
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench import BENCHES
 from bench.cpu import CpuSample, cpu_model, python_speed, report
 from bench.temp_stack import running_stack, stack_pids
 from contracts.avro import encode_envelope
@@ -172,10 +173,10 @@ def pct(values: list[float], q: float) -> float:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="hivemem bench pipeline")
-    ap.add_argument("--envelopes", type=int, default=50000)
-    ap.add_argument("--rate", type=int, default=500)
-    ap.add_argument("--seconds", type=float, default=20.0)
+    ap = argparse.ArgumentParser(prog="hivemem bench pipeline", description=BENCHES["pipeline"])
+    ap.add_argument("--envelopes", type=int, default=50000, help="envelopes in the raw Kafka and sustained phases")
+    ap.add_argument("--rate", type=int, default=500, help="envelopes/s in the write->queryable phase")
+    ap.add_argument("--seconds", type=float, default=20.0, help="how long the write->queryable phase runs")
     ap.add_argument("--warmup", type=float, default=60.0, help="seconds at --rate before measuring")
     ap.add_argument("--profile", type=Path, default=None, help="record gate and projectors with py-spy into DIR")
     ap.add_argument("--all-services", action="store_true",

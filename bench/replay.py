@@ -19,6 +19,7 @@ from confluent_kafka import Producer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from bench import BENCHES
 from bench.cpu import cpu_model
 from bench.pipeline import produce_waiting
 from bench.replay_kmms import write_kmms_log
@@ -79,8 +80,8 @@ def folded(conn: psycopg.Connection[tuple[object, ...]], consumer: str, topics: 
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="hivemem bench replay")
-    ap.add_argument("--events", type=int, default=1_000_000)
+    ap = argparse.ArgumentParser(prog="hivemem bench replay", description=BENCHES["replay"])
+    ap.add_argument("--events", type=int, default=1_000_000, help="records written to the log, then replayed")
     ap.add_argument("--model", choices=("audit", "kmms"), default="audit",
                     help="audit: N accepted episodes; kmms: N records of the KMMS processors (episodes, "
                          "enrichments, vectors, summaries, facts)")  # fmt: skip

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import time
+from typing import Any
 
 from rich.console import Console
 
@@ -109,70 +110,52 @@ def cmd_kstar(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    rest = list(args.rest)
-    which = rest.pop(0) if rest and not rest[0].startswith("-") else "pipeline"
-    if which == "governance":
-        from bench.governance import main as governance_bench
+    import importlib
 
-        return governance_bench(rest)
-    if which == "caml":
-        from bench.caml import main as caml_bench
-
-        return caml_bench(rest)
-    if which == "memory":
-        from bench.memory import main as memory_bench
-
-        return memory_bench(rest)
-    if which == "kmp":
-        from bench.kmp import main as kmp_bench
-
-        return kmp_bench(rest)
-    if which == "replay":
-        from bench.replay import main as replay_bench
-
-        return replay_bench(rest)
-    if which == "kstar":
-        from bench.kstar import main as kstar_bench
-
-        return kstar_bench(rest)
-    if which == "dashboard":
-        from bench.dashboard import main as dashboard_bench
-
-        return dashboard_bench(rest)
-    if which != "pipeline":
-        console.print(f"[red]UNKNOWN_BENCHMARK[/red]: {which!r}; choose pipeline, governance, caml, memory, kmp, "
-                      "replay, kstar or dashboard")  # fmt: skip
-        return 2
-    from bench.pipeline import main as pipeline_bench
-
-    return pipeline_bench(rest)
+    bench = importlib.import_module(f"bench.{args.bench}")
+    return int(bench.main(list(args.bench_args)))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="hivemem", description="Event-sourced memory for fleets of AI agents.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("up", help="start everything on the embedded default, run the demo, serve until Ctrl-C")
+# ``hivemem replay --projection``'s names (hivemem.services.projections; a unit test keeps them equal).
+READ_MODELS = ("claws", "audit", "governance", "caml", "kmms", "kmp", "kstar", "clam")
+
+
+def _command(sub: Any, name: str, text: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help starts with what it does."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=text, description=text)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from bench import BENCHES
+    from hivemem.kstar_cli import add_parsers
+
+    parser = argparse.ArgumentParser(prog="hivemem", description="Event-sourced memory for fleets of AI agents.",
+                                     epilog="`hivemem <command> --help` describes each command.")  # fmt: skip
+    sub = parser.add_subparsers(dest="command", required=True, metavar="<command>")
+    up = _command(sub, "up", "start everything on the embedded default, run the demo, serve until Ctrl-C")
     up.add_argument("--exit-after-demo", action="store_true", help="stop after the demo; exit 0 if it succeeded")
     up.add_argument("--no-demo", action="store_true", help="start and serve without running the demo")
     up.add_argument("--port", type=int, default=None, help="API port (default HIVEMEM_API_PORT or 8080)")
     up.set_defaults(func=cmd_up)
-    demo = sub.add_parser("demo", help="run the demo against a running HiveMem")
-    demo.add_argument("--api", default="http://127.0.0.1:8080")
+    demo = _command(sub, "demo", "run the demo against a running HiveMem")
+    demo.add_argument("--api", default="http://127.0.0.1:8080", help="the HiveMem API (default %(default)s)")
     demo.set_defaults(func=cmd_demo)
-    token = sub.add_parser("token", help="mint an API bearer token for a tenant")
-    token.add_argument("--tenant", required=True)
-    token.add_argument("--subject", default="cli")
+    token = _command(sub, "token", "mint an API bearer token for a tenant")
+    token.add_argument("--tenant", required=True, help="a tenant of the tenants file ($HIVEMEM_HOME/tenants.toml)")
+    token.add_argument("--subject", default="cli", help="who the token is for, as the audit shows it (default cli)")
     token.add_argument("--claw", default=None, help="bind the token to one claw")
-    token.add_argument("--ttl", type=int, default=3600, help="seconds until it expires")
+    token.add_argument("--ttl", type=int, default=3600, help="seconds until it expires (default %(default)s)")
     token.set_defaults(func=cmd_token)
-    replay = sub.add_parser("replay", help="rebuild read models from the start of the log, compare digests")
-    replay.add_argument("--projection", default=None, help="one read model (default: all)")
+    replay = _command(sub, "replay", "rebuild read models from the start of the log, compare digests")
+    replay.add_argument("--projection", default=None, metavar="NAME",
+                        help=f"one read model: {', '.join(READ_MODELS)} (default: all)")  # fmt: skip
     replay.set_defaults(func=cmd_replay)
-    audit = sub.add_parser("audit", help="CAML audit: publish daily Merkle roots, or verify entries and roots")
+    audit = _command(sub, "audit", "CAML audit: publish daily Merkle roots, or verify entries and roots")
     audit.add_argument("action", choices=["roots", "verify"], help="roots: publish a day's roots; verify: check all")
     audit.add_argument("--day", default=None, help="YYYY-MM-DD (UTC); roots: default yesterday; verify: default all")
     audit.set_defaults(func=cmd_audit)
-    mcp = sub.add_parser("mcp", help="serve MCP over stdio (tools for every HiveMem API operation; docs/mcp.md)")
+    mcp = _command(sub, "mcp", "serve MCP over stdio (tools for every HiveMem API operation; docs/mcp.md)")
     mcp.add_argument(
         "--api",
         default=os.environ.get("HIVEMEM_API_URL", "http://127.0.0.1:8080"),
@@ -182,17 +165,26 @@ def main(argv: list[str] | None = None) -> int:
     mcp.add_argument("--server", choices=["hivemem", "kstar"], default="hivemem",
                      help="hivemem: the HiveMem tools (default); kstar: KSTAR memory, seed 003's tools")  # fmt: skip
     mcp.set_defaults(func=cmd_mcp)
-    from hivemem.kstar_cli import add_parsers
-
     add_parsers(sub)
     for name in ("export", "import", "verify-bundle"):
         sub.choices[name].set_defaults(func=cmd_kstar)
-    bench = sub.add_parser(
-        "bench", help="benchmarks: hivemem bench pipeline|governance|caml|memory|kmp|replay|kstar|dashboard [options]"
-    )
-    bench.add_argument("rest", nargs=argparse.REMAINDER)
+    bench = _command(sub, "bench", "benchmarks, each on a stack of its own: hivemem bench <name> [options]")
+    benches = bench.add_subparsers(dest="bench", required=True, metavar="<name>", title="benches",
+                                   description="`hivemem bench <name> --help` lists the bench's options.")  # fmt: skip
+    for name, text in BENCHES.items():
+        # Its options are the bench's own (bench/<name>.py parses them, --help included).
+        benches.add_parser(name, help=text, add_help=False)
     bench.set_defaults(func=cmd_bench)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "bench":
+        args.bench_args = rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     return int(args.func(args))
 
 

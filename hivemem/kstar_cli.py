@@ -19,6 +19,7 @@ from governance.kstar import bundle as b
 from governance.kstar.tokens import issuer_key
 from hivemem.settings import Settings
 from projections.kstar_io import (
+    ImportPlan,
     ImportResult,
     Writer,
     collect_episode_verdicts,
@@ -52,15 +53,26 @@ def export_document(db_url: str, tenant: str, memory: str, flt: b.ExportFilter, 
                              progress=progress, episodes=episodes)  # fmt: skip
 
 
+def progress_totals(plan: ImportPlan) -> tuple[int, int]:
+    """What an import's two bars count to: every envelope it sends (the records that differ, the
+    registrations and removals before them, the KMMS episodes told again), and the ones the kstar
+    processor judges (all but the episodes, which KMMS answers). Unchanged records are not sent."""
+    return len(plan.ops) + len(plan.episodes), len(plan.ops)
+
+
 def import_document(db_url: str, writer: Writer, memory: str, plain: dict[str, Any], mode: str,
                     types: Sequence[str] | None, publisher: Any, wait_s: float,
                     sent: Tick | None = None, judged: Tick | None = None,
-                    checksum: str | None = None) -> ImportResult:  # fmt: skip
+                    checksum: str | None = None,
+                    totals: Callable[[int, int], None] | None = None) -> ImportResult:  # fmt: skip
     """Verify (unless ``checksum`` says it was), plan, publish, and wait for the verdicts; the report
-    counts what was not sent as unchanged."""
+    counts what was not sent as unchanged. ``totals`` hears what ``sent`` and ``judged`` will count
+    to, once the plan is made."""
     with _connect(db_url, writer.tenant) as conn:
         plan = plan_import(conn, writer.tenant, memory, plain, mode, types, checksum)
         conn.commit()  # not rollback: that would undo the tenant setting too
+        if totals is not None:
+            totals(*progress_totals(plan))
         envs = [writer.envelope(p) for p in plan.ops]
         told = [writer.envelope(e) for e in plan.episodes]
         publish_all(publisher.publish_async, publisher.flush, envs + told, sent)
@@ -195,36 +207,47 @@ def run_import(settings: Settings, args: argparse.Namespace, console: Console) -
     publisher = EnvelopePublisher(Producer(producer_config(settings.require_kafka())), settings.topics)
     writer = Writer(args.tenant, args.claw, config.tenants[args.tenant])
     types = args.types.split(",") if args.types else None
-    total = sum(len(v) for v in plain["memory"].values())
     with _bar(console, "importing") as bar:
-        sent = bar.add_task("sent", total=total)
-        judged = bar.add_task("judged", total=total)
+        # Counted to once planned: records already held are not sent; registrations and episodes are.
+        sent = bar.add_task("sent", total=None)
+        judged = bar.add_task("judged", total=None)
+
+        def totals(to_send: int, to_judge: int) -> None:
+            bar.update(sent, total=to_send)
+            bar.update(judged, total=to_judge)
+
         result = import_document(settings.require_database(), writer, args.memory or args.claw, plain,
                                  "replace" if args.replace else "merge", types, publisher, args.wait,
                                  lambda n: bar.advance(sent, n), lambda n: bar.advance(judged, n),
-                                 decoded.check.checksum)  # fmt: skip
+                                 decoded.check.checksum, totals)  # fmt: skip
     console.print_json(data=result.to_wire())
     return 0 if not result.refused and not result.pending else 1
 
 
 def add_parsers(sub: Any) -> None:
-    ex = sub.add_parser("export", help="write a claw's KSTAR memory to a kstar-bundle file (docs/kstar.md)")
-    im = sub.add_parser("import", help="merge (or --replace) a kstar-bundle into a claw's KSTAR memory")
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = sub.add_parser(name, help=text, description=text)
+        return parser
+
+    ex = command("export", "write a claw's KSTAR memory to a kstar-bundle file (docs/kstar.md)")
+    im = command("import", "merge (or --replace) a kstar-bundle into a claw's KSTAR memory")
     for p in (ex, im):
-        p.add_argument("--tenant", required=True)
+        p.add_argument("--tenant", required=True, help="the tenant the claw belongs to")
         p.add_argument("--claw", required=True, help="the claw whose memory it is (its key signs the writes)")
         p.add_argument("--memory", help="default: the claw's own memory (its id)")
-        p.add_argument("--types", help="comma-separated: traces,perceptions,facts,skills,control_tokens,episodes")
+        p.add_argument(
+            "--types", help="comma-separated, of: traces, perceptions, facts, skills, control_tokens, episodes"
+        )
         p.add_argument("--passphrase-file", help="encrypt / decrypt with the passphrase in this file ('-': ask)")
         p.add_argument("--yes", action="store_true", help="confirm --include-tokens / --replace")
-    ex.add_argument("output")
+    ex.add_argument("output", help="the bundle file to write (mode 600)")
     ex.add_argument("--include-tokens", action="store_true", help="control tokens too (needs --yes)")
     ex.add_argument("--no-episodes", action="store_true", help="leave the claw's KMMS episodes out")
     ex.add_argument("--from", dest="date_from", help="ISO-8601 UTC, inclusive")
     ex.add_argument("--to", dest="date_to", help="ISO-8601 UTC, inclusive")
-    im.add_argument("bundle")
+    im.add_argument("bundle", help="the kstar-bundle file to import")
     im.add_argument("--replace", action="store_true", help="remove the memory's records of the imported types first")
     im.add_argument("--wait", type=float, default=300.0, help="seconds to wait for the verdicts")
-    vb = sub.add_parser("verify-bundle", help="check a kstar-bundle's checksum, signature and statistics")
-    vb.add_argument("bundle")
-    vb.add_argument("--passphrase-file")
+    vb = command("verify-bundle", "check a kstar-bundle's checksum, signature and statistics")
+    vb.add_argument("bundle", help="the kstar-bundle file to check")
+    vb.add_argument("--passphrase-file", help="decrypt with the passphrase in this file ('-': ask)")

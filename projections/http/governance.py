@@ -27,7 +27,10 @@ def parse_instant(text: str) -> int:
     if text.lstrip("-").isdigit():
         ms = int(text)
     else:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        try:
+            dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:  # its message quotes the text
+            raise ValueError("neither ms since the epoch nor an ISO-8601 instant") from None
         if dt.tzinfo is None:
             raise ValueError("an ISO-8601 instant needs a time zone (e.g. Z)")
         try:
@@ -54,7 +57,7 @@ def router(ctx: Ctx) -> APIRouter:
         await ctx.consistent(who, wait, "governance")
         view = await get_proposal(ctx.pool, who.tenant, proposal_id, window_ms)
         if view is None:
-            raise ApiError(404, "PROPOSAL_NOT_FOUND", f"no proposal {proposal_id!r} in tenant {who.tenant}")
+            raise ApiError(404, "PROPOSAL_NOT_FOUND", "no proposal with that id in this tenant")
         return view
 
     @r.get("/api/v1/facts/{fact_key:path}", response_model=FactView | FactVersion, response_model_by_alias=True,
@@ -70,7 +73,7 @@ def router(ctx: Ctx) -> APIRouter:
         if as_of is None:
             view = await get_fact(ctx.pool, who.tenant, fact_key)
             if view is None:
-                raise ApiError(404, "FACT_NOT_FOUND", f"no fact {fact_key!r} in tenant {who.tenant}")
+                raise ApiError(404, "FACT_NOT_FOUND", "no fact with that key in this tenant")
             return view
         try:
             at = parse_instant(as_of)
@@ -78,7 +81,7 @@ def router(ctx: Ctx) -> APIRouter:
             raise ApiError(422, "INVALID_AS_OF", f"as_of: {exc}") from exc
         version = await fact_as_of(ctx.pool, who.tenant, fact_key, at)
         if version is None:
-            raise ApiError(404, "FACT_NOT_VALID_AT", f"no version of {fact_key!r} was valid at {at}")
+            raise ApiError(404, "FACT_NOT_VALID_AT", "no version of that fact was valid at that instant")
         return version
 
     return r

@@ -88,7 +88,7 @@ def router(ctx: Ctx) -> APIRouter:
             return memory
         m = memory or who.claw_id
         if not owns(who.claw_id, m):
-            raise ApiError(403, "KSTAR_NOT_YOUR_MEMORY", f"claw {who.claw_id!r} may not use memory {m!r}")
+            raise ApiError(403, "KSTAR_NOT_YOUR_MEMORY", "a claw uses only its own memory (its id, or <clawId>/<name>)")
         return m
 
     def writer(who: Principal) -> Writer:
@@ -221,7 +221,7 @@ def router(ctx: Ctx) -> APIRouter:
     async def get_skill(who: Who, name: str, memory: Mem = None) -> q.Stored:
         found = await q.skill_by_name(ctx.pool, who.tenant, memory_of(who, memory), name)
         if found is None:
-            raise ApiError(404, "SKILL_NOT_FOUND", f"no skill named {name!r}")
+            raise ApiError(404, "SKILL_NOT_FOUND", "no skill of that name in this memory")
         return found
 
     @r.post(P + "/skills/{name}/outcome", response_model=WriteOut, response_model_by_alias=True,
@@ -254,8 +254,8 @@ def router(ctx: Ctx) -> APIRouter:
                    "signer_key": "", "lineage_hash": ""}  # fmt: skip
             try:
                 token = ControlToken.model_validate(raw)
-            except ValueError as exc:
-                raise ApiError(422, "KSTAR_INVALID_RECORD", str(exc)[:500]) from exc
+            except ValidationError as exc:  # str(exc) would quote the input
+                raise ApiError(422, "KSTAR_INVALID_RECORD", describe_validation(list(exc.errors()))) from exc
             signed = tk.sign_token(token, tk.issuer_key(deps.token_secret, who.tenant, who.claw_id))
             doc = signed.model_dump(mode="json")
         try:
@@ -437,7 +437,7 @@ def router(ctx: Ctx) -> APIRouter:
     async def _get(who: Principal, memory: str | None, kind: str, record_id: str) -> q.Stored:
         found = await q.get(ctx.pool, who.tenant, memory_of(who, memory), kind, record_id)
         if found is None:
-            raise ApiError(404, "NOT_FOUND", f"no {kind} {record_id!r}")
+            raise ApiError(404, "NOT_FOUND", f"no {kind} with that id in this memory")
         return found
 
     async def _query(who: Principal, memory: str | None, kind: str, body: QueryIn) -> list[q.Stored]:
