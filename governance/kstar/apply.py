@@ -163,7 +163,7 @@ def _document(op: KstarPayload) -> dict[str, Any]:
 
 def decide(op: KstarPayload, view: MemoryView, ctx: OpContext) -> Outcome:
     if not owns(ctx.claw_id, op.memory):
-        raise KstarRefusal("KSTAR_NOT_YOUR_MEMORY", f"claw {ctx.claw_id!r} may not write memory {op.memory!r}")
+        raise KstarRefusal("KSTAR_NOT_YOUR_MEMORY", "a claw writes only its own memory (its id, or <clawId>/<name>)")
     doc = _document(op)
     if op.op == "FORGET":
         return _forget(op)
@@ -186,7 +186,7 @@ def _register(op: KstarPayload, doc: dict[str, Any], view: MemoryView) -> Outcom
     reg: Any
     if op.kind == "schema":
         if name in domains.BUILTIN_SCHEMAS:
-            raise KstarRefusal("KSTAR_BUILTIN_NAME", f"schema {name!r} is built in")
+            raise KstarRefusal("KSTAR_BUILTIN_NAME", "that schema name is built in")
         if not isinstance(doc.get("json_schema"), dict):
             raise KstarRefusal("KSTAR_INVALID_SCHEMA", "a schema registration is {json_schema, version?}")
         version = doc.get("version")
@@ -199,7 +199,7 @@ def _register(op: KstarPayload, doc: dict[str, Any], view: MemoryView) -> Outcom
         stored = {"name": reg.name, "domain": reg.domain, "required_fields": list(reg.required_fields)}
     elif op.kind == "token_type":
         if name in domains.BUILTIN_TOKEN_TYPES:
-            raise KstarRefusal("KSTAR_BUILTIN_NAME", f"token type {name!r} is built in")
+            raise KstarRefusal("KSTAR_BUILTIN_NAME", "that token type name is built in")
         reg = domains.parse_token_type({**doc, "name": doc.get("name", name)})
         if reg.name != name:
             raise KstarRefusal("KSTAR_ID_MISMATCH", "the token type's name must be its record id")
@@ -237,20 +237,20 @@ def _skill_outcome(op: KstarPayload, doc: dict[str, Any], view: MemoryView, ctx:
     skill_id = view.skill_ids.get(op.record_id)
     held = view.get("skill", skill_id) if skill_id else None
     if held is None:
-        raise KstarRefusal("SKILL_NOT_FOUND", f"no skill named {op.record_id!r}")
+        raise KstarRefusal("SKILL_NOT_FOUND", "no skill of that name in this memory")
     updated = canonical_doc(skills.apply_outcome(Skill.model_validate(held.doc), outcome, ctx.at_iso))
     return _stored("skill", str(updated["id"]), updated, name=op.record_id)
 
 
 def _store(op: KstarPayload, doc: dict[str, Any], view: MemoryView, ctx: OpContext) -> Outcome:
     if op.kind not in RECORD_KINDS:
-        raise KstarRefusal("KSTAR_BAD_OPERATION", f"STORE takes one of {', '.join(RECORD_KINDS)}, not {op.kind}")
+        raise KstarRefusal("KSTAR_BAD_OPERATION", f"STORE takes one of {', '.join(RECORD_KINDS)}")
     if len(op.document) > MAX_DOCUMENT:
         raise KstarRefusal("KSTAR_INVALID_RECORD", f"document larger than {MAX_DOCUMENT} characters")
     model = parse_record(op.kind, doc, ctx.at_iso)
     rid = _id_of(model)
     if rid != op.record_id:
-        raise KstarRefusal("KSTAR_ID_MISMATCH", f"recordId {op.record_id!r} is not the record's id {rid!r}")
+        raise KstarRefusal("KSTAR_ID_MISMATCH", "recordId is not the record's id")
     name = ""
     if isinstance(model, Trace):
         domains.check_trace_categories(_categories(view), model)
@@ -260,7 +260,7 @@ def _store(op: KstarPayload, doc: dict[str, Any], view: MemoryView, ctx: OpConte
         name = model.name
         other = view.skill_ids.get(name)
         if other is not None and other != rid:
-            raise KstarRefusal("KSTAR_SKILL_NAME_TAKEN", f"skill {name!r} is skill {other!r} in this memory")
+            raise KstarRefusal("KSTAR_SKILL_NAME_TAKEN", "another skill of this memory has that name")
     elif isinstance(model, ControlToken):
         _check_token(op, model, view, ctx)
     stored = canonical_doc(model)
@@ -299,7 +299,7 @@ def _put(op: KstarPayload, stored: dict[str, Any], view: MemoryView, name: str, 
         if conflict == "KEEP":
             return Outcome("CONFLICT", op.kind, rid, content_hash=h, existing_hash=held.content_hash, name=name)
         if conflict.startswith("REFUSE:"):
-            raise KstarRefusal(conflict.split(":", 1)[1], f"{op.kind} {rid!r} exists with other content")
+            raise KstarRefusal(conflict.split(":", 1)[1], f"a {op.kind} with that id exists with other content")
     return _stored(op.kind, rid, stored, name, text)
 
 

@@ -141,8 +141,8 @@ def _canonical_slow(value: Any) -> bytes:
             return printed
     try:
         return rfc8785.dumps(value)
-    except rfc8785.CanonicalizationError as exc:
-        raise BundleError("BUNDLE_BAD_FORMAT", f"not representable as canonical JSON: {exc}") from None
+    except rfc8785.CanonicalizationError:
+        raise BundleError("BUNDLE_BAD_FORMAT", "not representable as canonical JSON") from None
 
 
 def _plain(value: Any) -> Any:
@@ -258,7 +258,7 @@ def _parse_time(value: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value)
     except (TypeError, ValueError, OverflowError):
-        raise BundleError("BUNDLE_BAD_FORMAT", f"not an ISO-8601 time: {str(value)[:64]!r}") from None
+        raise BundleError("BUNDLE_BAD_FORMAT", "a record time is not an ISO-8601 time") from None
     # Naive times are taken as UTC: the seed writes every time as UTC.
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)
 
@@ -300,7 +300,7 @@ class ExportFilter:
     def __post_init__(self) -> None:
         unknown = set(self.types) - set(KINDS)
         if unknown:
-            raise ValueError(f"unknown memory types {sorted(unknown)}; known: {', '.join(KINDS)}")
+            raise ValueError(f"unknown memory types; known: {', '.join(KINDS)}")
         kinds = frozenset(self.types) - {TOKENS} | ({TOKENS} if self.include_tokens else set())
         lower = _parse_bound(self.date_from) if self.date_from is not None else None
         upper = _parse_bound(self.date_to) if self.date_to is not None else None
@@ -308,7 +308,7 @@ class ExportFilter:
         if upper is not None and exclusive:
             upper += timedelta(days=1)
         if lower is not None and upper is not None and lower > upper:
-            raise ValueError(f"date_from {self.date_from} is after date_to {self.date_to}")
+            raise ValueError("from is after to")
         object.__setattr__(self, "_kinds", kinds)
         object.__setattr__(self, "_lower", lower)
         object.__setattr__(self, "_upper", upper)
@@ -343,7 +343,7 @@ def _parse_bound(value: str) -> datetime:
     try:
         return _parse_time(value)
     except BundleError:
-        raise ValueError(f"not an ISO-8601 date or time: {value!r}") from None
+        raise ValueError("not an ISO-8601 date or time") from None
 
 
 # ---------------------------------------------------------------------------------------------- statistics
@@ -444,7 +444,7 @@ def _sorted_records(kind: str, records: Iterable[Mapping[str, Any]]) -> list[Map
     for (left, _), (right, _) in itertools.pairwise(keyed):
         if left == right:
             # Two records under one id have no stable order, and an importer could keep only one of them.
-            raise BundleError("BUNDLE_BAD_FORMAT", f"duplicate {kind} {id_field} {left[:128]!r}")
+            raise BundleError("BUNDLE_BAD_FORMAT", f"a {kind} {id_field} appears twice")
     return [record for _, record in keyed]
 
 
@@ -459,7 +459,7 @@ def _build(
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
     unknown = set(memory) - set(KINDS)
     if unknown:
-        raise ValueError(f"unknown memory kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
+        raise ValueError(f"unknown memory kinds; known: {', '.join(KINDS)}")
     _parse_time(exported_at)
     sections = {kind: _sorted_records(kind, memory.get(kind, ())) for kind in KINDS}
     body: dict[str, Any] = {
@@ -535,9 +535,9 @@ def _check_version(document: Mapping[str, Any]) -> None:
     version = document.get("version")
     match = _VERSION_RE.fullmatch(version) if isinstance(version, str) else None
     if match is None:
-        raise BundleError("BUNDLE_BAD_FORMAT", f"version {str(version)[:32]!r} is not MAJOR.MINOR.PATCH")
+        raise BundleError("BUNDLE_BAD_FORMAT", "version is not MAJOR.MINOR.PATCH")
     if match.group(1) != _MAJOR:
-        raise BundleError("BUNDLE_BAD_FORMAT", f"unsupported bundle version {version} (this reads {_MAJOR}.x)")
+        raise BundleError("BUNDLE_BAD_FORMAT", f"unsupported bundle major version (this reads {_MAJOR}.x)")
 
 
 def _check_shape(bundle: Mapping[str, Any]) -> dict[str, int]:
@@ -545,7 +545,7 @@ def _check_shape(bundle: Mapping[str, Any]) -> dict[str, int]:
     if fmt == ENC_FORMAT:
         raise BundleError("BUNDLE_ENCRYPTED", "the bundle is encrypted; decrypt it first")
     if fmt != FORMAT:
-        raise BundleError("BUNDLE_BAD_FORMAT", f"format is {str(fmt)[:64]!r}, not {FORMAT!r}")
+        raise BundleError("BUNDLE_BAD_FORMAT", f"format is not {FORMAT!r}")
     _check_version(bundle)
     exported_at = bundle.get("exported_at")
     if not isinstance(exported_at, str):
@@ -587,7 +587,7 @@ def _check_shape(bundle: Mapping[str, Any]) -> dict[str, int]:
     if extra:
         raise BundleError("BUNDLE_BAD_FORMAT", f"unknown integrity fields {sorted(extra)[:4]}")
     if integrity.get("algorithm", SIGNATURE_ALGORITHM) != SIGNATURE_ALGORITHM:
-        raise BundleError("BUNDLE_BAD_FORMAT", f"unsupported signature algorithm {str(integrity['algorithm'])[:32]!r}")
+        raise BundleError("BUNDLE_BAD_FORMAT", "unsupported signature algorithm")
     if integrity.get("signature") is None and integrity.get("signer_key") is not None:
         raise BundleError("BUNDLE_BAD_FORMAT", "a signer_key without a signature")
     return counts
@@ -611,7 +611,7 @@ def _check_signature(
     except (InvalidSignature, ValueError):
         raise BundleError("BUNDLE_BAD_SIGNATURE", "the signature does not verify against signer_key") from None
     if trusted_keys is not None and raw_key not in _raw_keys(trusted_keys):
-        raise BundleError("BUNDLE_BAD_SIGNATURE", f"signer not trusted: {signer_key}")
+        raise BundleError("BUNDLE_BAD_SIGNATURE", "the signer is not trusted")
     return signer_key
 
 
@@ -661,7 +661,7 @@ def _verify(
         raise BundleError("BUNDLE_BAD_FORMAT", "integrity.checksum is not sha256:<64 lowercase hex>")
     digest = _checksum(bundle, exact)
     if digest != claimed:
-        raise BundleError("BUNDLE_CHECKSUM_MISMATCH", f"the content hashes to {digest}, the bundle claims {claimed}")
+        raise BundleError("BUNDLE_CHECKSUM_MISMATCH", "the content does not hash to the bundle's checksum")
     signer_key = _check_signature(integrity, digest, require_signature, trusted_keys)
     memory = bundle["memory"]
     _check_statistics(bundle["statistics"], {kind: memory.get(kind, []) for kind in KINDS})
@@ -708,7 +708,7 @@ def decrypt_bundle(document: Mapping[str, Any], passphrase: bytes) -> dict[str, 
 
 def _open(document: Mapping[str, Any], passphrase: bytes) -> tuple[dict[str, Any], bool]:
     if document.get("format") != ENC_FORMAT:
-        raise BundleError("BUNDLE_BAD_FORMAT", f"format is {str(document.get('format'))[:64]!r}, not {ENC_FORMAT!r}")
+        raise BundleError("BUNDLE_BAD_FORMAT", f"format is not {ENC_FORMAT!r}")
     _check_version(document)
     kdf_doc, cipher = document.get("kdf"), document.get("cipher")
     if not isinstance(kdf_doc, Mapping) or kdf_doc.get("name") != KDF_NAME:

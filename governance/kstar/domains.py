@@ -90,21 +90,24 @@ def parse_schema(name: str, doc: Mapping[str, Any], version: str | None = None) 
         if len(canonical) > MAX_TEXT:
             raise ValueError(f"larger than {MAX_TEXT} bytes as JSON")
         Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        where = "/".join(str(p) for p in exc.path) or "(root)"
-        raise KstarRefusal("KSTAR_INVALID_SCHEMA", f"not a JSON Schema at {where}: {exc.message[:200]}") from None
-    except ValueError as exc:  # check_json, rfc8785 (its errors are ValueErrors)
+    except SchemaError as exc:  # its message quotes the schema: the path and the metaschema's rule instead
+        where = "/".join(_key(str(p)) for p in exc.path) or "(root)"
+        raise KstarRefusal("KSTAR_INVALID_SCHEMA", f"not a JSON Schema at {where}: breaks the metaschema's "
+                           f"{_key(str(exc.validator))} rule") from None  # fmt: skip
+    except rfc8785.CanonicalizationError:  # its message quotes the number
+        raise KstarRefusal("KSTAR_INVALID_SCHEMA", "schema: a number outside JSON's exact range") from None
+    except ValueError as exc:  # check_json and the size: fixed messages
         raise KstarRefusal("KSTAR_INVALID_SCHEMA", f"schema: {str(exc)[:200]}") from None
     return DomainSchema(name, version or "sha256:" + hashlib.sha256(canonical).hexdigest(), schema)
 
 
 def validate_fact(schema: DomainSchema | None, fact: Fact) -> None:
     if schema is None:
-        raise KstarRefusal("KSTAR_UNKNOWN_SCHEMA", f"no schema named {fact.schema_name!r} is registered")
+        raise KstarRefusal("KSTAR_UNKNOWN_SCHEMA", "no schema of that name is registered")
     try:
         error = best_match(Draft202012Validator(schema.json_schema).iter_errors(fact.data))
     except Exception as exc:  # e.g. an unresolvable $ref: never fetched, so the schema is unusable
-        raise KstarRefusal("KSTAR_INVALID_SCHEMA", f"schema {schema.name!r} cannot be applied: "
+        raise KstarRefusal("KSTAR_INVALID_SCHEMA", "the registered schema cannot be applied: "
                            f"{type(exc).__name__}") from None  # fmt: skip
     if error is not None:
         raise KstarRefusal("KSTAR_SCHEMA_VIOLATION", violation(error.absolute_path, str(error.validator),

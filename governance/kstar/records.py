@@ -322,7 +322,7 @@ def parse_record(kind: str, doc: Mapping[str, Any], at_iso: str) -> BaseModel:
     """Validate a record document; missing timestamps are filled with ``at_iso`` (the write's broker time)."""
     model = KIND_MODELS.get(kind)
     if model is None:
-        raise KstarRefusal("KSTAR_UNKNOWN_KIND", f"unknown record kind {kind[:64]!r}, expected one of "
+        raise KstarRefusal("KSTAR_UNKNOWN_KIND", "unknown record kind, expected one of "
                            f"{', '.join(KIND_MODELS)}")  # fmt: skip
     if not isinstance(doc, Mapping):
         raise KstarRefusal("KSTAR_INVALID_RECORD", "record: must be a JSON object")
@@ -344,5 +344,5 @@ def canonical_doc(model: BaseModel) -> dict[str, Any]:
 
 def record_id(kind: str, model: BaseModel) -> str:
     if kind not in _ID_FIELD:
-        raise KstarRefusal("KSTAR_UNKNOWN_KIND", f"unknown record kind {kind[:64]!r}")
+        raise KstarRefusal("KSTAR_UNKNOWN_KIND", "unknown record kind")
     return str(getattr(model, _ID_FIELD[kind]))

@@ -113,21 +113,21 @@ def is_expired(token: ControlToken, at_ms: int) -> bool:
     return token.expires_at is not None and iso_to_ms(token.expires_at) < at_ms
 
 
-def _check_link(parent: ControlToken, child: ControlToken) -> None:
-    """X-22's rules for one delegation step, parent to child."""
-    p, c = parent.token_id, child.token_id
+def _check_link(parent: ControlToken, child: ControlToken, i: int) -> None:
+    """X-22's rules for one delegation step, parent (``delegation_chain[i]``) to child. The refusal
+    names the chain position, not the tokens' ids."""
+    p, c = f"delegation_chain[{i}]", ("the token" if i == 0 else f"delegation_chain[{i - 1}]")
     if parent.type != "delegation" and DELEGATE not in parent.permissions:
-        raise KstarRefusal("DELEGATION_NOT_ALLOWED", f"{p!r} is neither a delegation token nor holds {DELEGATE!r}")
+        raise KstarRefusal("DELEGATION_NOT_ALLOWED", f"{p} is neither a delegation token nor holds {DELEGATE!r}")
     if not scope_covers(parent.scope, child.scope):
-        raise KstarRefusal("DELEGATION_SCOPE_WIDENED", f"scope of {c!r} is not within the scope of {p!r}")
+        raise KstarRefusal("DELEGATION_SCOPE_WIDENED", f"the scope of {c} is not within the scope of {p}")
     extra = [x for x in child.permissions if x not in parent.permissions]
     if extra:
-        raise KstarRefusal("DELEGATION_PERMISSIONS_WIDENED", f"{c!r} holds {', '.join(extra)[:200]}, which {p!r} "
-                           "does not")  # fmt: skip
+        raise KstarRefusal("DELEGATION_PERMISSIONS_WIDENED", f"{c} holds {len(extra)} permission(s) {p} does not")
     if parent.expires_at is not None and (
         child.expires_at is None or iso_to_ms(child.expires_at) > iso_to_ms(parent.expires_at)
     ):
-        raise KstarRefusal("DELEGATION_EXPIRY_BEYOND_PARENT", f"{c!r} would outlive {p!r}")
+        raise KstarRefusal("DELEGATION_EXPIRY_BEYOND_PARENT", f"{c} would outlive {p}")
 
 
 def check_new_token(
@@ -138,7 +138,7 @@ def check_new_token(
         raise KstarRefusal("TOKEN_BAD_SIGNATURE", "Invalid signature")
     ttype = types.get(token.type)
     if ttype is None:
-        raise KstarRefusal("TOKEN_UNKNOWN_TYPE", f"no token type {token.type!r} is registered")
+        raise KstarRefusal("TOKEN_UNKNOWN_TYPE", "no token type of that name is registered")
     if not scope_matches_pattern(token.scope, ttype.scope_pattern):
         raise KstarRefusal("TOKEN_SCOPE_PATTERN", f"scope does not fit {ttype.name}'s pattern {ttype.scope_pattern!r}")
     missing = [x for x in ttype.required_permissions if x not in token.permissions]
@@ -151,20 +151,20 @@ def check_new_token(
         raise KstarRefusal("TOKEN_LINEAGE_MISMATCH", "lineage_hash is not the hash of delegation_chain")
     if token.token_id in chain or len(set(chain)) != len(chain):
         raise KstarRefusal("DELEGATION_CHAIN_BROKEN", "a token appears twice in its own delegation chain")
-    for pid in chain:
+    for i, pid in enumerate(chain):
         parent = parents.get(pid)
         if parent is None:
-            raise KstarRefusal("DELEGATION_PARENT_UNKNOWN", f"ancestor {pid!r} is not stored")
+            raise KstarRefusal("DELEGATION_PARENT_UNKNOWN", f"delegation_chain[{i}] is not stored")
         if parent.revoked:
-            raise KstarRefusal("DELEGATION_PARENT_REVOKED", f"ancestor {pid!r} is revoked")
+            raise KstarRefusal("DELEGATION_PARENT_REVOKED", f"delegation_chain[{i}] is revoked")
         if is_expired(parent, at_ms):
-            raise KstarRefusal("DELEGATION_PARENT_EXPIRED", f"ancestor {pid!r} has expired")
+            raise KstarRefusal("DELEGATION_PARENT_EXPIRED", f"delegation_chain[{i}] has expired")
     child = token
     for i, pid in enumerate(chain):
         parent = parents[pid]
         if parent.delegation_chain != chain[i + 1 :]:  # the chain must be the parent's own, extended by one
-            raise KstarRefusal("DELEGATION_CHAIN_BROKEN", f"chain after {pid!r} is not {pid!r}'s own chain")
-        _check_link(parent, child)
+            raise KstarRefusal("DELEGATION_CHAIN_BROKEN", f"the chain after delegation_chain[{i}] is not its own chain")
+        _check_link(parent, child, i)
         child = parent
 
 
