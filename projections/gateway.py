@@ -116,7 +116,7 @@ def _payload(envelope_type: str, payload: dict[str, Any]) -> WireModel:
 def envelope_from_request(body: EnvelopeIn, who: Principal, tenants: Mapping[str, TenantPolicy]) -> Envelope:
     """The envelope to publish, or an ``ApiError`` saying why not."""
     if body.type not in CLAW_PUBLISHED:
-        raise ApiError(422, "UNKNOWN_TYPE", f"claws cannot publish type {body.type!r}")
+        raise ApiError(422, "UNKNOWN_TYPE", "claws cannot publish envelopes of that type")
     if body.tenant is not None and body.tenant != who.tenant:
         raise ApiError(403, "TENANT_MISMATCH", "envelope tenant differs from the token's tenant")
     # `is None`, not falsiness: an empty string given is refused as INVALID_FIELD, never replaced.
@@ -127,7 +127,7 @@ def envelope_from_request(body: EnvelopeIn, who: Principal, tenants: Mapping[str
         raise ApiError(403, "CLAW_MISMATCH", "envelope clawId differs from the token's claw")
     policy = tenants.get(who.tenant)
     if policy is None:
-        raise ApiError(403, "UNKNOWN_TENANT", f"tenant {who.tenant!r} is not configured")
+        raise ApiError(403, "UNKNOWN_TENANT", "the token's tenant is not configured")
     key_id = HMAC_PREFIX + next(iter(policy.operator_secrets), "none") if body.key_id is None else body.key_id
     signer: Signer | None = None
     signature = b""
@@ -136,7 +136,7 @@ def envelope_from_request(body: EnvelopeIn, who: Principal, tenants: Mapping[str
             raise ApiError(422, "MISSING_FIELD", "signature is required unless the token is bound to a claw")
         secret = policy.operator_secrets.get(key_id[len(HMAC_PREFIX) :]) if key_id.startswith(HMAC_PREFIX) else None
         if secret is None:
-            raise ApiError(422, "UNKNOWN_KEY", f"no operator secret for {key_id!r}")
+            raise ApiError(422, "UNKNOWN_KEY", "no operator secret for that keyId")
         # claw_id is the token's, already checked to be a clean id (projections.auth).
         signer = HmacSigner(key_id, derive_deployment_key(secret, who.tenant, claw_id))
     else:
@@ -161,7 +161,7 @@ def envelope_from_request(body: EnvelopeIn, who: Principal, tenants: Mapping[str
     if signer is None:
         verifier = DeploymentKeys(tenants).resolve(who.tenant, claw_id, env.key_id)
         if verifier is None:
-            raise ApiError(401, "UNKNOWN_KEY", f"no key {env.key_id!r} for claw {claw_id!r}")
+            raise ApiError(401, "UNKNOWN_KEY", "the claw has no key with that keyId")
         if not verifier.verify(signing_bytes(writer_schema(env), env.unsigned().to_wire()), signature):
             raise ApiError(401, "BAD_SIGNATURE", "signature does not verify")
     return env

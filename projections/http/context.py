@@ -105,7 +105,7 @@ class Ctx:
             # HTTPBearer is there for OpenAPI's security scheme; our own check gives the codes.
             who = verify_token(deps.token_secret, request.headers.get("authorization"))
             if who.tenant not in deps.tenants:
-                raise ApiError(403, "UNKNOWN_TENANT", f"tenant {who.tenant!r} is not configured")
+                raise ApiError(403, "UNKNOWN_TENANT", "the token's tenant is not configured")
             return who
 
         self.principal = principal

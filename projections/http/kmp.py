@@ -189,10 +189,10 @@ def router(ctx: Ctx) -> APIRouter:
             rel = {"sourceRef": entry_id, "targetRef": c.target, "rel": c.rel, "semanticClass": c.semantic_class,
                    "why": c.why, "evidenceRefs": evidence_refs}  # fmt: skip
             if g.quality == "REJECTED":
-                raise ApiError(422, "REJECTED_RELATION", f"connection {i} ({c.rel} -> {c.target}): {g.reason}")
+                raise ApiError(422, "REJECTED_RELATION", f"connections[{i}]: {g.reason}")
             if g.quality == "SUSPECT":
                 if body.fallback == "REJECT":
-                    raise ApiError(422, "SUSPECT_RELATION", f"connection {i} ({c.rel} -> {c.target}): {g.reason}")
+                    raise ApiError(422, "SUSPECT_RELATION", f"connections[{i}]: {g.reason}")
                 fallbacks.append(f"connection {i}: {c.rel} -> follows ({g.reason})")
                 rel = {**rel, "rel": "follows", "semanticClass": "PROCEDURAL",
                        "why": f"related by order; {c.rel} not justified: {g.reason}"}  # fmt: skip
@@ -298,7 +298,7 @@ def router(ctx: Ctx) -> APIRouter:
         held = {e.ref for e in s.entries} | {v.ref for v in s.evidence}
         for ref in (body.from_ref, body.to_ref):
             if ref not in held:
-                raise ApiError(404, "REF_NOT_FOUND", f"no ref {ref!r} in about {body.about} at knownAt")
+                raise ApiError(404, "REF_NOT_FOUND", "no such ref in that about at knownAt")
         started = time.perf_counter()
         path, explored = trace(s, body.from_ref, body.to_ref, body.max_depth)
         part = path[body.page_offset : body.page_offset + body.page_size]
@@ -320,7 +320,7 @@ def router(ctx: Ctx) -> APIRouter:
         i = body.include
         found = q.inspect(s, body.ref, i.incoming, i.outgoing, i.evidence, i.raw)
         if found is None:
-            raise ApiError(404, "REF_NOT_FOUND", f"no ref {body.ref!r} in about {body.about} at knownAt")
+            raise ApiError(404, "REF_NOT_FOUND", "no such ref in that about at knownAt")
         metrics.record("inspect", who.tenant, body.about, started, refs=1 + len(found.links.incoming)
                        + len(found.links.outgoing), raw=i.raw, ref=body.ref, claw=who.claw_id)  # fmt: skip
         return found
