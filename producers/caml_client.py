@@ -109,7 +109,7 @@ class CamlClient:
     def _write(self, path: str, body: dict[str, Any], wait_ms: int, fail_silently: bool) -> WriteResult | None:
         try:
             return WriteResult.model_validate(self._post(path, body, timeout=wait_ms / 1000 + 10,
-                                                         params={"wait_ms": wait_ms}))  # fmt: skip
+                                                         params={"waitMs": wait_ms}))  # fmt: skip
         except (CamlError, httpx.HTTPError) as exc:
             if not fail_silently:
                 raise

@@ -181,7 +181,7 @@ class MemoryClient:
             body["messages"] = [{"role": m["role"], "content": m["content"]} for m in messages]
         body = {k: v for k, v in body.items() if v is not None}
         return AddResult.model_validate(self._call("POST", "/api/v1/memory/episodes", json=body,
-                                                   params={"wait_ms": wait_ms}))  # fmt: skip
+                                                   params={"waitMs": wait_ms}))  # fmt: skip
 
     def search(self, query: str, k: int = 5, *, as_of: datetime | str | int | None = None,
                mode: str = "hybrid") -> SearchResult:  # fmt: skip
@@ -196,22 +196,22 @@ class MemoryClient:
         return Answer.model_validate(_ms_fields(data))
 
     def facts(self, key: str | None = None, entity: str | None = None, history: bool = False) -> list[Hit]:
-        params: dict[str, Any] = {"user_id": self.user_id, "include_superseded": history}
+        params: dict[str, Any] = {"userId": self.user_id, "includeSuperseded": history}
         params.update({k: v for k, v in (("key", key), ("entity", entity)) if v is not None})
         return [Hit.model_validate(_ms_fields(h)) for h in self._call("GET", "/api/v1/memory/facts", params=params)]
 
     def entities(self) -> list[dict[str, Any]]:
-        return list(self._call("GET", "/api/v1/memory/entities", params={"user_id": self.user_id}))
+        return list(self._call("GET", "/api/v1/memory/entities", params={"userId": self.user_id}))
 
     def erase(self, reason: str = "", *, wait_ms: int = 5_000) -> EraseResult:
         """Erase this memory (this user's, or the claw's own): everything told before now leaves search,
         facts and the index; what is told afterwards starts a new memory."""
         data = self._call("POST", "/api/v1/memory/erase", json={"userId": self.user_id, "reason": reason},
-                          params={"wait_ms": wait_ms})  # fmt: skip
+                          params={"waitMs": wait_ms})  # fmt: skip
         return EraseResult.model_validate(_ms_fields(data))
 
     def erasures(self) -> list[Erasure]:
-        data = self._call("GET", "/api/v1/memory/erasures", params={"user_id": self.user_id})
+        data = self._call("GET", "/api/v1/memory/erasures", params={"userId": self.user_id})
         return [Erasure.model_validate(_ms_fields(e)) for e in data]
 
     def wait_indexed(self, episode_ids: Sequence[str], timeout_s: float = 60.0) -> None:

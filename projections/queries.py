@@ -10,12 +10,15 @@ from typing import Any, TypeVar
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from contracts.positions import LogPosition
 
 
 class ClawView(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
     tenant: str
     claw_id: str
     instance_id: str
@@ -29,6 +32,8 @@ class ClawView(BaseModel):
 
 
 class AuditEntry(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
     source: str  # topic:partition:offset of the inbound record
     outcome: str
     reason_code: str | None

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from starlette.routing import Route
 
 from projections.dashboard.routes import Dashboard
@@ -17,6 +17,7 @@ from projections.http import caml, clam, claws, envelopes, governance, health, k
 from projections.http.context import ApiDeps, Ctx
 from projections.http.errors import install_error_handlers
 from projections.http.limits import MAX_BODY_BYTES, BodyLimit
+from projections.http.query_names import CamelQuery, refuse_unknown_query
 from projections.http.text_guard import TextGuard
 from projections.mcp.http_mount import McpEndpoint
 
@@ -58,13 +59,15 @@ def create_app(deps: ApiDeps) -> FastAPI:
         ctx.requests.labels(request.method, route, str(response.status_code)).inc()
         return response
 
+    # Query keys in snake_case read as their camelCase name (docs/http-api.md, "Naming").
+    app.add_middleware(CamelQuery)
     # Text that is not text (NUL, invalid UTF-8, lone surrogates) in a path, query or JSON body: 422
     # before any route reads it (projections/http/text_guard.py). Inside BodyLimit, which caps what it reads.
     app.add_middleware(TextGuard)
     # Outermost (added last): an oversized body is refused before anything reads it.
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
     for area in (health, envelopes, claws, governance, caml, memory, kmp, kstar, clam):
-        app.include_router(area.router(ctx))
+        app.include_router(area.router(ctx), dependencies=[Depends(refuse_unknown_query)])
     dashboard = Dashboard(ctx)  # the live dashboard (docs/dashboard.md): pushed over a WebSocket, not polled
     app.include_router(dashboard.router)
     _exact_bounds(app)

@@ -116,7 +116,7 @@ def _refused(v: q.Verdict) -> ApiError:
 def router(ctx: Ctx) -> APIRouter:
     r = APIRouter(tags=["collective memory (CAML)"])
     Who = Annotated[Principal, Depends(ctx.principal)]
-    Wait = Annotated[int, Query(ge=0, le=30_000, description=WAIT_DOC)]
+    Wait = Annotated[int, Query(alias="waitMs", ge=0, le=30_000, description=WAIT_DOC)]
     deps = ctx.deps
 
     async def write(who: Principal, kind: str, payload: dict[str, Any], body: ObserveIn | ValidateIn, wait_ms: int,
@@ -153,7 +153,7 @@ def router(ctx: Ctx) -> APIRouter:
     )
 
     @r.post("/caml/v1/observe", status_code=201, response_model=WriteResult, response_model_by_alias=True,
-            responses={202: {"description": "published; no verdict within wait_ms"}, **_write_errors})  # fmt: skip
+            responses={202: {"description": "published; no verdict within waitMs"}, **_write_errors})  # fmt: skip
     async def observe(who: Who, body: ObserveIn, response: Response, wait_ms: Wait = 5_000) -> WriteResult:
         """Share an observation with the collective pool (PII-gated, reputation-gated, rate-limited)."""
         oid = body.observation_id or f"obs-{uuid.uuid4()}"
@@ -163,7 +163,7 @@ def router(ctx: Ctx) -> APIRouter:
         return await write(who, "observation", payload, body, wait_ms, response, oid)
 
     @r.post("/caml/v1/validate", status_code=201, response_model=WriteResult, response_model_by_alias=True,
-            responses={202: {"description": "published; no verdict within wait_ms"}, **_write_errors})  # fmt: skip
+            responses={202: {"description": "published; no verdict within waitMs"}, **_write_errors})  # fmt: skip
     async def validate(who: Who, body: ValidateIn, response: Response, wait_ms: Wait = 5_000) -> WriteResult:
         """Report what happened when acting on a recalled observation (CONFIRMED, REFUTED, INCONCLUSIVE)."""
         payload = {"observationId": body.observation_id, "verdict": body.outcome, "note": body.note}

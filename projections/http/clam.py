@@ -65,9 +65,11 @@ class Rendered(BaseModel):
 def router(ctx: Ctx) -> APIRouter:
     r = APIRouter(tags=["learning loop (CLAM)"])
     Who = Annotated[Principal, Depends(ctx.principal)]
-    Wait = Annotated[int, Query(ge=0, le=30_000, description="how long to wait for the outcome (ms); else 202")]
+    Wait = Annotated[
+        int, Query(alias="waitMs", ge=0, le=30_000, description="how long to wait for the outcome (ms); else 202")
+    ]
     errors = error_responses(400, 401, 403, 413, 422, 503)
-    write_errors: dict[int | str, dict[str, Any]] = {202: {"description": "published; not folded within wait_ms"},
+    write_errors: dict[int | str, dict[str, Any]] = {202: {"description": "published; not folded within waitMs"},
                                                        **errors}  # fmt: skip
 
     def claw(who: Principal) -> str:

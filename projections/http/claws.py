@@ -7,7 +7,8 @@ No `from __future__ import annotations` here: FastAPI must see the real dependen
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from contracts.models import MAX_ID, MAX_LABEL
 from projections.auth import Principal
@@ -20,6 +21,8 @@ READ_ERRORS = error_responses(401, 403, 422, 503, 504)
 
 
 class KeyView(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
     key_id: str
     public_key_hex: str | None
     replaces: str | None

@@ -80,7 +80,7 @@ def consistency_params(
     consistency: Annotated[
         str | None, Query(max_length=MAX_TOKEN, description=_TOKEN_DOC, json_schema_extra=_TOKEN_PATTERN), Clean
     ] = None,
-    wait_ms: Annotated[int, Query(ge=0, description=_WAIT_DOC)] = 5000,
+    wait_ms: Annotated[int, Query(alias="waitMs", ge=0, description=_WAIT_DOC)] = 5000,
 ) -> Consistency:
     return Consistency(token=consistency, wait_ms=wait_ms)
 

@@ -66,7 +66,7 @@ def router(ctx: Ctx) -> APIRouter:
         who: Who,
         wait: Wait,
         fact_key: Annotated[str, Path(min_length=1, max_length=MAX_ID), Clean],
-        as_of: Annotated[str | None, Query(max_length=MAX_INSTANT, description=_AS_OF_DOC), Clean] = None,
+        as_of: Annotated[str | None, Query(alias="asOf", max_length=MAX_INSTANT, description=_AS_OF_DOC), Clean] = None,
     ) -> Any:
         """The current version and its history (newest first), or with ``as_of`` the version valid then."""
         await ctx.consistent(who, wait, "governance")

@@ -101,7 +101,7 @@ def _now_ms() -> int:
 def router(ctx: Ctx) -> APIRouter:
     r = APIRouter(tags=["process memory (KMP)"])
     Who = Annotated[Principal, Depends(ctx.principal)]
-    Wait = Annotated[int, Query(ge=0, le=30_000, description=WAIT_DOC)]
+    Wait = Annotated[int, Query(alias="waitMs", ge=0, le=30_000, description=WAIT_DOC)]
     deps = ctx.deps
     metrics = KmpMetrics(ctx.metrics)
 
@@ -140,7 +140,7 @@ def router(ctx: Ctx) -> APIRouter:
                         "suspect": found.suspect, "evidenceCoverage": found.evidence_coverage}})  # fmt: skip
 
     @r.post("/kmp/v1/ingest", response_model=IngestOut, response_model_by_alias=True,
-            responses={202: {"description": "published; not judged within wait_ms"},
+            responses={202: {"description": "published; not judged within waitMs"},
                        **error_responses(400, 401, 403, 409, 413, 422, 503,
                                          _422="REJECTED_RELATION, UNKNOWN_DIMENSION, UNKNOWN_REF, EMPTY_INGEST, "
                                          "INVALID_VALIDITY, INVALID_FIELD",
@@ -163,7 +163,7 @@ def router(ctx: Ctx) -> APIRouter:
         return await publish(who, payload.to_wire(), body.idempotency_key, wait_ms, response)
 
     @r.post("/kmp/v1/write-memory", response_model=WriteOut, response_model_by_alias=True,
-            responses={202: {"description": "published; not judged within wait_ms"},
+            responses={202: {"description": "published; not judged within waitMs"},
                        **error_responses(400, 401, 403, 409, 413, 422, 503,
                                          _422="REJECTED_RELATION, SUSPECT_RELATION (fallback REJECT), "
                                          "INVALID_FIELD")})  # fmt: skip

@@ -61,7 +61,7 @@ _ROOTS = {"trace": frozenset({"id", "timestamp", "situation", "task", "action", 
           "control_token": frozenset({"token_id", "type", "scope", "permissions", "granted_by", "granted_at",
                                       "delegation_chain", "expires_at", "revoked", "revoked_at",
                                       "revocation_reason"})}  # fmt: skip
-WRITE_ERRORS: dict[int | str, dict[str, Any]] = {202: {"description": "published; not judged within wait_ms (PENDING)"}}
+WRITE_ERRORS: dict[int | str, dict[str, Any]] = {202: {"description": "published; not judged within waitMs (PENDING)"}}
 WRITE_ERRORS |= error_responses(400, 401, 403, 404, 409, 413, 422, 503,
                                _422="KSTAR_INVALID_RECORD, KSTAR_SCHEMA_VIOLATION, KSTAR_UNKNOWN_SCHEMA, "
                                "KSTAR_CATEGORY_FIELD_MISSING, TOKEN_*, DELEGATION_*, INVALID_FIELD",
@@ -78,7 +78,9 @@ def router(ctx: Ctx) -> APIRouter:
     r = APIRouter(tags=["portable long-term memory (KSTAR)"])
     Who = Annotated[Principal, Depends(ctx.principal)]
     Mem = Annotated[str | None, Query(max_length=256, description="default: the calling claw's own memory")]
-    Wait = Annotated[int, Query(ge=0, le=30_000, description="how long to wait for the verdict (ms); else 202")]
+    Wait = Annotated[
+        int, Query(alias="waitMs", ge=0, le=30_000, description="how long to wait for the verdict (ms); else 202")
+    ]
     deps = ctx.deps
 
     def memory_of(who: Principal, memory: str | None, write: bool = False) -> str:
@@ -167,8 +169,8 @@ def router(ctx: Ctx) -> APIRouter:
 
     @r.get(f"{P}/perceptions", response_model=list[q.Stored], response_model_by_alias=True, responses=READ_ERRORS)
     async def get_perceptions(who: Who, subject: Annotated[str, Query(max_length=1024)], memory: Mem = None,
-                              min_confidence: Annotated[float, Query(ge=0, le=1)] = 0.7,
-                              include_expired: bool = False,
+                              min_confidence: Annotated[float, Query(alias="minConfidence", ge=0, le=1)] = 0.7,
+                              include_expired: Annotated[bool, Query(alias="includeExpired")] = False,
                               limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[q.Stored]:  # fmt: skip
         """A subject's perceptions at or above min_confidence, most confident first; expired ones
         (valid_until in the past) only when asked."""

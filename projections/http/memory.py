@@ -125,7 +125,7 @@ def _ms(dt: datetime | None) -> int | None:
 def router(ctx: Ctx) -> APIRouter:
     r = APIRouter(tags=["per-claw memory (KMMS)"])
     Who = Annotated[Principal, Depends(ctx.principal)]
-    Wait = Annotated[int, Query(ge=0, le=30_000, description=WAIT_DOC)]
+    Wait = Annotated[int, Query(alias="waitMs", ge=0, le=30_000, description=WAIT_DOC)]
     deps = ctx.deps
     tau = float(os.environ.get("HIVEMEM_KMMS_TAU", q.TAU))
     abstain = float(os.environ.get("HIVEMEM_KMMS_ABSTAIN", q.ABSTAIN_BELOW))
@@ -142,7 +142,7 @@ def router(ctx: Ctx) -> APIRouter:
         return Memory(who.tenant, who.claw_id, user_id, thread_id)
 
     @r.post("/api/v1/memory/episodes", status_code=201, response_model=AddOut, response_model_by_alias=True,
-            responses={202: {"description": "published; not stored within wait_ms"},
+            responses={202: {"description": "published; not stored within waitMs"},
                        **error_responses(400, 401, 403, 409, 422, 503,
                                          _422="PII_REJECTED (tenant policy reject), INVALID_FIELD",
                                          _409="DUPLICATE_CONTENT (same content in this memory), DUPLICATE_EPISODE, "
@@ -213,7 +213,7 @@ def router(ctx: Ctx) -> APIRouter:
         return AskOut(answer=f"{res.hedging_prefix} {text}" if res.hedging_prefix else text, result=res)
 
     @r.post("/api/v1/memory/erase", response_model=EraseOut, response_model_by_alias=True,
-            responses={202: {"description": "published; not applied within wait_ms"},
+            responses={202: {"description": "published; not applied within waitMs"},
                        **error_responses(400, 401, 403, 409, 422, 503)})  # fmt: skip
     async def erase(who: Who, body: EraseIn, response: Response, wait_ms: Wait = 5_000) -> EraseOut:
         """Erase a memory (a user's, or the claw's own): every episode, unit, fact, summary, vector and
@@ -239,7 +239,7 @@ def router(ctx: Ctx) -> APIRouter:
     @r.get("/api/v1/memory/erasures", response_model=list[ErasureRecord], response_model_by_alias=True,
            responses=error_responses(400, 401, 403, 422))  # fmt: skip
     async def erasure_list(
-        who: Who, user_id: Annotated[str, Query(max_length=MAX_LABEL), Clean] = ""
+        who: Who, user_id: Annotated[str, Query(alias="userId", max_length=MAX_LABEL), Clean] = ""
     ) -> list[ErasureRecord]:
         """The memory's erasures, oldest first (id, reason, when)."""
         return await erasures(ctx.pool, memory(who, user_id))
@@ -254,16 +254,19 @@ def router(ctx: Ctx) -> APIRouter:
 
     @r.get("/api/v1/memory/facts", response_model=list[q.MemoryHit], response_model_by_alias=True,
            responses=error_responses(400, 401, 403, 422))  # fmt: skip
-    async def facts(who: Who, user_id: Annotated[str, Query(max_length=MAX_LABEL), Clean] = "",
+    async def facts(who: Who, user_id: Annotated[str, Query(alias="userId", max_length=MAX_LABEL), Clean] = "",
                     key: Annotated[str | None, Query(max_length=MAX_ID), Clean] = None,
                     entity: Annotated[str | None, Query(max_length=MAX_ID), Clean] = None,
-                    include_superseded: bool = False) -> list[q.MemoryHit]:  # fmt: skip
+                    include_superseded: Annotated[bool, Query(alias="includeSuperseded")] = False,
+                    ) -> list[q.MemoryHit]:  # fmt: skip
         """L2 facts of the memory, each version with its validity window (EVOLUTION: include_superseded)."""
         return await q.facts(ctx.pool, memory(who, user_id), key, entity, include_superseded)
 
     @r.get("/api/v1/memory/entities", response_model=list[q.L0Term], response_model_by_alias=True,
            responses=error_responses(400, 401, 403, 422))  # fmt: skip
-    async def entities(who: Who, user_id: Annotated[str, Query(max_length=MAX_LABEL), Clean] = "") -> list[q.L0Term]:
+    async def entities(
+        who: Who, user_id: Annotated[str, Query(alias="userId", max_length=MAX_LABEL), Clean] = ""
+    ) -> list[q.L0Term]:
         """The L0 availability index: the entities and topics this memory holds."""
         return await q.l0_terms(ctx.pool, memory(who, user_id))
 

@@ -41,10 +41,10 @@ def test_seed_incident_scenario(stack: Stack) -> None:
         key = Ed25519Signer.generate("claw-2-a")
         tok = claws["claw-2"].register_key(key)
         keys = h.get("/api/v1/claws/claw-2/keys", params={"consistency": str(tok)}).json()
-        assert [(k["key_id"], k["public_key_hex"]) for k in keys] == [(key.key_id, key.public_key.hex())]
+        assert [(k["keyId"], k["publicKeyHex"]) for k in keys] == [(key.key_id, key.public_key.hex())]
         claws["claw-2"].use_key(key)
         # The coordinator routes sub-tasks by announced capability.
-        route = {cap: wait_until(lambda cap=cap: [c["claw_id"] for c in h.get("/api/v1/claws",  # type: ignore[misc]
+        route = {cap: wait_until(lambda cap=cap: [c["clawId"] for c in h.get("/api/v1/claws",  # type: ignore[misc]
                                  params={"capability": cap}).json()], what=cap)
                  for cap in ("logs.read", "db.read", "incident.runbook")}  # fmt: skip
         assert route == {"logs.read": ["claw-1"], "db.read": ["claw-2"], "incident.runbook": ["claw-3"]}
@@ -90,16 +90,16 @@ def test_seed_incident_scenario(stack: Stack) -> None:
         # The audit trail of the trace: proposal, every vote with its verdict, decisions, facts.
         trail = wait_until(lambda: (rows := h.get("/api/v1/audit", params={"traceId": trace}).json())
                            and sum(r["type"] == "fact" for r in rows) == 2 and any(
-                               r["reason_code"] == "PROPOSAL_CLOSED" for r in rows) and rows, what="audit")  # fmt: skip
-        seen = {(r["type"], r["reason_code"] or r["outcome"], r["stage"]) for r in trail}
+                               r["reasonCode"] == "PROPOSAL_CLOSED" for r in rows) and rows, what="audit")  # fmt: skip
+        seen = {(r["type"], r["reasonCode"] or r["outcome"], r["stage"]) for r in trail}
         assert {("proposal", "ACCEPTED", "gate"), ("vote", "ACCEPTED", "gate"), ("decision", "ACCEPTED", "governance"),
                 ("fact", "ACCEPTED", "governance"), ("vote", "PROPOSAL_CLOSED", "governance"),
                 ("proposal", "FACT_STALE", "governance"), ("proposal", "FACT_CONFLICT", "governance"),
                 ("capabilities", "ACCEPTED", "gate")} <= seen  # fmt: skip
-        closed = [r for r in trail if r["reason_code"] == "PROPOSAL_CLOSED"]
-        assert [(r["claw_id"], r["source"].rsplit(":", 2)[0]) for r in closed] == [("claw-4", "hivemem.accepted.vote")]
+        closed = [r for r in trail if r["reasonCode"] == "PROPOSAL_CLOSED"]
+        assert [(r["clawId"], r["source"].rsplit(":", 2)[0]) for r in closed] == [("claw-4", "hivemem.accepted.vote")]
         gate_row = next(r for r in trail if r["source"] == str(late))
-        assert (gate_row["outcome"], gate_row["event_id"]) == ("ACCEPTED", closed[0]["event_id"])
+        assert (gate_row["outcome"], gate_row["eventId"]) == ("ACCEPTED", closed[0]["eventId"])
 
 
 def test_governance_disabled_tenant_refuses_governed_types(stack: Stack) -> None:
@@ -108,7 +108,7 @@ def test_governance_disabled_tenant_refuses_governed_types(stack: Stack) -> None
     tok = propose(c, pid, "k", STATEMENT)
     with http(stack, "nogov") as h:
         rows = h.get("/api/v1/audit", params={"traceId": pid, "consistency": str(tok)}).json()
-        assert [(r["type"], r["reason_code"]) for r in rows] == [("proposal", "GOVERNANCE_DISABLED")]
+        assert [(r["type"], r["reasonCode"]) for r in rows] == [("proposal", "GOVERNANCE_DISABLED")]
         assert h.get(f"/api/v1/proposals/{pid}").json()["code"] == "PROPOSAL_NOT_FOUND"
 
 
@@ -325,7 +325,7 @@ def test_a_fact_written_around_the_processor_is_not_shared_truth(stack: Stack) -
     assert rogue.flush(30) == 0
     with http(stack, tenant) as h:
         rows = wait_until(lambda: h.get("/api/v1/audit", params={"traceId": trace}).json(), what="audit of the forgery")
-        assert [(r["type"], r["outcome"], r["reason_code"]) for r in rows] == [
+        assert [(r["type"], r["outcome"], r["reasonCode"]) for r in rows] == [
             ("fact", "REJECTED", "UNVERIFIED_OUTPUT")
         ]
         with owner_db(stack) as conn:
@@ -343,7 +343,7 @@ def test_key_rotation_and_revocation_through_the_real_gate(stack: Stack) -> None
 
         def keys(tok: object) -> list[tuple[str, str | None, bool]]:
             rows = h.get("/api/v1/claws/keyed/keys", params={"consistency": str(tok)}).json()
-            return [(r["key_id"], r["replaces"], r["revoked_at"] is not None) for r in rows]
+            return [(r["keyId"], r["replaces"], r["revokedAt"] is not None) for r in rows]
 
         assert keys(claw.register_key(k1, trace_id=trace)) == [(k1.key_id, None, False)]
         claw.use_key(k1)
@@ -355,6 +355,6 @@ def test_key_rotation_and_revocation_through_the_real_gate(stack: Stack) -> None
         claw.use_key(k2)
         last = claw.publish("capabilities", {"capabilities": ["z"]}, trace_id=trace)
         rows = h.get("/api/v1/audit", params={"traceId": trace, "consistency": str(last)}).json()
-        verdict = {r["source"]: r["reason_code"] or r["outcome"] for r in rows}
+        verdict = {r["source"]: r["reasonCode"] or r["outcome"] for r in rows}
         pos = {n: str(t) for n, t in (("stale", stale), ("fine", fine), ("last", last))}
         assert [verdict[pos[n]] for n in ("stale", "fine", "last")] == ["KEY_ROTATED", "ACCEPTED", "KEY_REVOKED"]

@@ -23,10 +23,10 @@ def test_publish_is_readable_over_http(stack: Stack) -> None:
     token = c.publish("capabilities", {"capabilities": ["logs.read:/var/log/app/*"]}, trace_id=trace)
     with http(stack) as h:
         claws = h.get("/api/v1/claws", params={"capability": "logs.read", "consistency": str(token)}).json()
-        mine = [x for x in claws if x["claw_id"] == c.claw_id]
+        mine = [x for x in claws if x["clawId"] == c.claw_id]
         assert mine and mine[0]["capabilities"] == ["logs.read:/var/log/app/*"] and mine[0]["active"]
         audit = h.get("/api/v1/audit", params={"traceId": trace, "consistency": str(token)}).json()
-    assert [(a["type"], a["outcome"], a["claw_id"]) for a in audit] == [("capabilities", "ACCEPTED", c.claw_id)]
+    assert [(a["type"], a["outcome"], a["clawId"]) for a in audit] == [("capabilities", "ACCEPTED", c.claw_id)]
 
 
 def test_same_idempotency_key_five_times_is_applied_once(stack: Stack) -> None:
@@ -36,7 +36,7 @@ def test_same_idempotency_key_five_times_is_applied_once(stack: Stack) -> None:
     with http(stack) as h:
         audit = h.get("/api/v1/audit", params={"traceId": trace, "consistency": str(tokens[-1])}).json()
     assert (
-        sorted((a["outcome"], a["reason_code"]) for a in audit)
+        sorted((a["outcome"], a["reasonCode"]) for a in audit)
         == [("ACCEPTED", None)] + [("REJECTED", "DUPLICATE")] * 4
     )
 
@@ -106,7 +106,7 @@ def test_gateway_write_then_read_your_write(stack: Stack) -> None:
         assert r.status_code == 202, r.text
         token = r.json()["consistencyToken"]
         claws = h.get("/api/v1/claws", params={"consistency": token}).json()
-        assert claw in [x["claw_id"] for x in claws]
+        assert claw in [x["clawId"] for x in claws]
         bad = h.post("/api/v1/envelopes", json={"type": "presence", "payload": {}, "tenant": "globex"})
         assert (bad.status_code, bad.json()["code"]) == (403, "TENANT_MISMATCH")
         bad = h.post("/api/v1/envelopes", json={"type": "decision", "payload": {}})

@@ -13,6 +13,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
+from pydantic.alias_generators import to_snake
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -50,8 +51,10 @@ def routes() -> dict[tuple[str, str], APIRoute]:
 
 
 def route_params(dep: Dependant) -> set[str]:
-    """The path and query parameter names of a route, its dependencies' included."""
-    own = {p.alias for p in [*dep.path_params, *dep.query_params]}
+    """The path and query parameter names of a route, its dependencies' included, in snake_case:
+    routes declare query parameters camelCase (``waitMs``) and read the snake_case spelling a tool
+    sends (``wait_ms``) as the same (projections/http/query_names.py)."""
+    own = {to_snake(p.alias) for p in [*dep.path_params, *dep.query_params]}
     return own.union(*(route_params(d) for d in dep.dependencies))
 
 
