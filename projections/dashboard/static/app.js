@@ -77,6 +77,7 @@ const WINDOW_S = 120;
 const seconds = new Map();  // unix second -> envelopes counted in it (from deltas of pushed totals)
 let lastTotal = null;
 let lagSeries = [];  // [ms, lag] at each push
+let firstSec = null;  // the first push: the page knows nothing about the seconds before it
 let throughput = null;  // the uPlot chart, made once the panel is shown
 
 function flow(data) {
@@ -97,6 +98,7 @@ function flow(data) {
     seconds.set(sec, (seconds.get(sec) || 0) + (total - lastTotal));
   }
   lastTotal = total;
+  firstSec = firstSec ?? Math.floor(data.at / 1000);
   lagSeries.push([data.at, data.lag]);
   lagSeries = lagSeries.filter(([at]) => at > Date.now() - WINDOW_S * 1000);
   $("#flow-total").textContent = `${total.toLocaleString("en-US")} envelopes audited · lag ${data.lag} records · ${stamp(data.at)}`;
@@ -105,7 +107,7 @@ function flow(data) {
 }
 
 // One point per second of the window: envelopes counted in it (a second with no push: 0) and the lag
-// last pushed at or before it (none before the first push).
+// last pushed at or before it; nothing for the seconds before the page's first push.
 function drawThroughput() {
   if ($("#main").hidden) return;
   const now = Math.floor(Date.now() / 1000);
@@ -115,7 +117,7 @@ function drawThroughput() {
   for (let s = now - WINDOW_S; s <= now; s += 1) {
     while (j < lagSeries.length && lagSeries[j][0] / 1000 <= s + 1) lag = lagSeries[j++][1];
     xs.push(s);
-    rates.push(seconds.get(s) || 0);
+    rates.push(firstSec === null || s < firstSec ? null : seconds.get(s) || 0);
     lags.push(lag);
   }
   throughput = throughput || throughputChart($("#throughput"));
@@ -240,6 +242,7 @@ function kmms(data) {
   const select = $("#kmms-claw");
   const chosen = select.value;
   select.replaceChildren(...data.claws.map((c) => el("option", { value: c.clawId, text: c.clawId })));
+  select.parentElement.hidden = !data.claws.length;
   if (data.claws.some((c) => c.clawId === chosen)) select.value = chosen;
   drawKmms();
   loaded($("#kmms"));

@@ -20,6 +20,9 @@ function zoneName(ms = Date.now()) {
 
 // ---- a time axis for uPlot (x in unix seconds) ---------------------------------------------------
 const DAY_S = 86400;
+// Tick steps in seconds, never below one: the labels show whole seconds, so no two ticks read the same.
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200,
+  DAY_S, 2 * DAY_S, 7 * DAY_S, 14 * DAY_S, 30 * DAY_S, 91 * DAY_S, 182 * DAY_S, 365 * DAY_S];
 function timeAxis() {
   const span = (u) => u.scales.x.max - u.scales.x.min;
   return {
@@ -34,7 +37,7 @@ function timeAxis() {
       if (span(u) > DAY_S) return `date and time (${zoneName()})`;
       return `time on ${a === b ? a : `${a} – ${b}`} (${zoneName()})`;
     },
-    labelSize: 22, size: 46, space: 70, grid: { stroke: "#eef0f4" }, ticks: { stroke: "#e1e4ea" },
+    incrs: TIME_STEPS, labelSize: 22, size: 46, space: 70, grid: { stroke: "#eef0f4" }, ticks: { stroke: "#e1e4ea" },
   };
 }
 
