@@ -26,7 +26,7 @@ from projections.auth import AuthError
 
 log = logging.getLogger("hivemem.api")
 
-MAX_DETAIL = 1_000  # details quote caller input; a 1 MB field must not come back in full
+MAX_DETAIL = 1_000  # a bound on every detail, whatever builds it (a detail never quotes submitted content)
 
 
 class ApiError(Exception):
