@@ -8,6 +8,10 @@ server run here (the same MiniLM weights behind ``/v1/embeddings``, so a real mo
 a deployment in the middle of a switch: ``HIVEMEM_EMBEDDINGS_URL`` = B, ``HIVEMEM_EMBEDDINGS_PREVIOUS=local`` = A.
 B's embedder runs on the stream runtime in this process (real Kafka, real Postgres), re-embedding from the
 start of the log, while the session's kmms service keeps embedding with A.
+
+The second test starts the switch while the new server answers nothing but 503: the api, kmms and caml
+services started with the new model must come up, serve searches with the old one, and complete the switch
+once the server answers.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from contracts.consumers import embedder_name, kmms_embedder_name
 from deploy.kafka_local import free_port
 from hivemem.stack import ServiceProcess, Stack
 from inference.minilm import MiniLmEmbedder
@@ -143,3 +148,55 @@ def _healthy(url: str) -> bool:
     except httpx.HTTPError:
         time.sleep(0.3)
         return False
+
+
+def test_a_switch_started_while_the_new_server_is_down_serves_the_old_model_then_completes(
+    stack: Stack, model_b: ModelB
+) -> None:
+    a_id = MiniLmEmbedder().model_id
+    c = OpenAIEmbedder(model_b.url, "minilm-c", timeout=5)  # a model id of its own: its embedders start at 0
+    port = free_port()
+    env = {**stack.child_env(), "HIVEMEM_API_PORT": str(port), "HIVEMEM_EMBEDDINGS_URL": model_b.url,
+           "HIVEMEM_EMBEDDINGS_MODEL": "minilm-c", "HIVEMEM_EMBEDDINGS_PREVIOUS": "local"}  # fmt: skip
+    # The services of a deployment restarted for the switch. Beside the session's own, the processors both
+    # run wait as standbys; the new model's embedders (kmms and caml) are theirs alone.
+    services = [ServiceProcess(f"{name}-new-model-down", [name], env, stack.settings.home / "logs")
+                for name in ("kmms", "caml", "api")]  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    model_b.open.clear()  # the new server answers 503, from before the services start
+    try:
+        for svc in services:
+            svc.start()
+        wait_until(lambda: _healthy(url) or not all(s.alive() for s in services), timeout=120,
+                   what="the API with its new model down")  # fmt: skip
+        assert all(s.alive() for s in services), "a service died at start-up with its new model down"
+        with httpx.Client(base_url=url, timeout=30) as h:
+            # Ready: the new model's embedders are alive, waiting out the outage at their stored offsets.
+            ready = wait_until(lambda: (r := h.get("/readyz")).status_code == 200 and r.json(), timeout=120,
+                               what="ready while the new model is down")  # fmt: skip
+        procs = ready["checks"]["processors"]
+        assert procs[kmms_embedder_name(c.model_id)]["ok"] and procs[embedder_name(c.model_id)]["ok"]
+
+        claw = f"down-{uuid.uuid4().hex[:6]}"
+        token = mint_token(stack.settings.load_config().token_secret, TENANT, "test", claw)
+        mem = MemoryClient(url, token, timeout_s=60)
+        ids = [mem.add(chat(text)).episode_id for text in ("I adopted a grey cat called Miso from the shelter.",
+                                                            "My sister Anna runs a bakery in Porto.")]  # fmt: skip
+        mem.wait_indexed(ids, timeout_s=60)
+        tried = model_b.requests
+        before = mem.search("what is the name of my cat?", k=3)
+        assert before.embedding_model == a_id and any("Miso" in h.text for h in before.hits)
+        assert _vectors(stack, claw, c.model_id) == 0
+        wait_until(lambda: model_b.requests > tried, timeout=30, what="the new model's embedders trying again")
+
+        model_b.open.set()  # the server answers: the new embedders resume from their stored offsets
+        after = wait_until(lambda: (r := mem.search("what is the name of my cat?", k=3)).embedding_model == c.model_id
+                           and r, timeout=240, interval=1, what="the new model serving the memory")  # fmt: skip
+        assert any("Miso" in h.text for h in after.hits)
+        assert _vectors(stack, claw, c.model_id) >= _vectors(stack, claw, a_id) > 0
+        mem.close()
+        assert all(s.alive() for s in services), "a service died during the outage"
+    finally:
+        model_b.open.set()
+        for svc in services:
+            svc.stop()
