@@ -51,6 +51,13 @@ class Body(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)
 
 
+class Published(Body):
+    """An operator action published to the log; its effect follows when the caml service folds it."""
+
+    status: Literal["PUBLISHED"] = "PUBLISHED"
+    event_id: str
+
+
 class ObserveIn(Body):
     observation_id: str | None = Field(default=None, min_length=1, max_length=MAX_ID)
     type: ObservationType = Field(description="ANOMALY_DETECTED, DOMAIN_SIGNAL, WORKFLOW_PATTERN, EFFICIENCY_DELTA, "
@@ -215,9 +222,9 @@ def router(ctx: Ctx) -> APIRouter:
         """A deployment's reputation history, newest first (every Table 6 event with its reason)."""
         return await q.reputation_history(ctx.pool, who.tenant, claw_id, limit)
 
-    @r.post("/caml/v1/operators/me/deployments/{claw_id}/reinstate", status_code=202,
-            responses=error_responses(401, 403, 422, 503))  # fmt: skip
-    async def reinstate(who: Who, claw_id: Claw) -> dict[str, str]:
+    @r.post("/caml/v1/operators/me/deployments/{claw_id}/reinstate", status_code=202, response_model=Published,
+            response_model_by_alias=True, responses=error_responses(401, 403, 422, 503))  # fmt: skip
+    async def reinstate(who: Who, claw_id: Claw) -> Published:
         """Lift a deployment's suspension (an operator action: needs a token not bound to a claw)."""
         if who.claw_id is not None:
             raise ApiError(403, "OPERATOR_TOKEN_REQUIRED", "reinstating needs an operator token (no claw)")
@@ -236,7 +243,7 @@ def router(ctx: Ctx) -> APIRouter:
                 entry_id=event_id, tenant=who.tenant, claw_id=claw_id, operation="OPERATOR", outcome="ACCEPTED",
                 reason_code="REINSTATED", request_sha256=hashlib.sha256(event_id.encode()).hexdigest(),
                 event_id=event_id, latency_ms=0.0, at=now))  # fmt: skip
-        return {"status": "PUBLISHED", "eventId": event_id}
+        return Published(event_id=event_id)
 
     @r.get("/caml/v1/transparency/roots", response_model=list[q.RootView], response_model_by_alias=True,
            responses=error_responses(401, 403, 422, 503))  # fmt: skip
