@@ -32,6 +32,11 @@ class ConsolidationError(RuntimeError):
     the endpoint failed). Nothing is emitted for the batch; the processor records the failure."""
 
 
+class ConsolidatorUnavailable(ConsolidationError):
+    """The LLM server was down or busy on every attempt: an outage, which the processor waits out at its
+    stored offset (``streams.processor.Outage``) instead of recording a failure."""
+
+
 class Consolidator(Protocol):
     model_id: str  # recorded with every output, e.g. "local-v1" or "llm:smollm2"
 

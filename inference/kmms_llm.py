@@ -17,7 +17,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from governance.kmms.values import ContradictionClass, EpisodeText, ExtractedFact, ExtractedFacts, Summary
-from inference.kmms_consolidator import ConsolidationError
+from inference.kmms_consolidator import ConsolidationError, ConsolidatorUnavailable
 from inference.kmms_dates import episode_date
 from inference.llm_chat import StructuredChat
 
@@ -103,6 +103,7 @@ class LlmConsolidator(StructuredChat):
     SYSTEM = SYSTEM
     LABEL = "kmms llm"
     ERROR = ConsolidationError
+    UNAVAILABLE = ConsolidatorUnavailable
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 30.0,
                  prompt_prefix: str | None = None, max_retries: int = 2, client: httpx.Client | None = None,

@@ -9,7 +9,11 @@ finally no ``response_format``. The answer is validated with Pydantic, then by t
 first JSON object in the message is taken (code fences and chatter around it are tolerated). A malformed or
 invalid answer is REFUSED: the request is repeated, up to ``max_retries`` (2) more times, with the model's
 answer and the validation error appended to the conversation; after that the back-end's error class is
-raised — never a silent accept. Transport failures (connection, timeout, non-2xx) are retried the same way.
+raised — never a silent accept. Transport failures (connection, timeout, non-2xx) are retried the same way;
+when every attempt found the server down or busy (connection refused or not made in time, 502, 503, 504, 408,
+429), the back-end's ``UNAVAILABLE`` class is raised instead (a subclass of its ``ERROR``): an outage a
+processor may wait out. A 500 or an answer that does not come in time may be the request's own doing (a
+prompt too long for the model or its timeout), so they stay errors of the step.
 
 Data goes to the model as JSON and the system prompt says it is data, not instructions. An org's custom
 instructions (``prompt_prefix``) are put before the system prompt. Nothing here logs the data or the model's
@@ -43,6 +47,19 @@ class LlmError(RuntimeError):
     """No valid answer after every attempt (or the server could not be reached)."""
 
 
+class LlmUnavailable(LlmError):
+    """Every attempt found the server down or busy: not the question's fault."""
+
+
+class _Busy(Exception):
+    """The server answered "not now" (``BUSY``)."""
+
+
+BUSY = frozenset({502, 503, 504, 408, 429})
+# Down: refused, or no connection in time (an answer that does not come in time may be the request's doing).
+_DOWN = (_Busy, httpx.ConnectError, httpx.ConnectTimeout)
+
+
 def first_json_object(content: str) -> Any:
     """The first JSON object in a message: the whole message, or one inside fences or chatter."""
     text = _FENCE.sub("", content).strip()
@@ -73,11 +90,13 @@ def loose_schema(schema: Any) -> Any:
 
 class StructuredChat:
     """Validated JSON answers from a chat-completions server. Thread-safe. Subclasses set ``SYSTEM`` (the
-    system prompt), ``LABEL`` (for logs) and ``ERROR`` (what ``ask`` raises when every attempt failed)."""
+    system prompt), ``LABEL`` (for logs), ``ERROR`` (what ``ask`` raises when every attempt failed) and
+    ``UNAVAILABLE`` (what it raises when every attempt found the server down or busy)."""
 
     SYSTEM: ClassVar[str] = "Answer with exactly one JSON object in the shape asked for, and nothing else."
     LABEL: ClassVar[str] = "llm"
     ERROR: ClassVar[type[Exception]] = LlmError
+    UNAVAILABLE: ClassVar[type[Exception]] = LlmUnavailable
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 30.0,
                  prompt_prefix: str | None = None, max_retries: int = 2,
@@ -131,6 +150,8 @@ class StructuredChat:
                 with self._lock:
                     self._format = max(self._format, level + 1)
                 continue
+            if resp.status_code in BUSY:
+                raise _Busy(f"HTTP {resp.status_code}: {resp.text[:200]}")
             if resp.status_code != 200:
                 raise ValueError(f"HTTP {resp.status_code}: {resp.text[:200]}")
             content = resp.json()["choices"][0]["message"]["content"]
@@ -145,15 +166,18 @@ class StructuredChat:
         first = [{"role": "system", "content": self._system()}, {"role": "user", "content": prompt}]
         messages = first
         error = "no attempt"
+        down = True  # every attempt so far found the server down or busy
         for _ in range(1 + self.max_retries):
             try:
                 content = self._post(messages, shape)
-            except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as e:
+            except (httpx.HTTPError, _Busy, ValueError, KeyError, IndexError, TypeError) as e:
+                down = down and isinstance(e, _DOWN)
                 error = f"transport: {type(e).__name__}: {e}"[:300]
                 log.warning("%s %s: %s", self.LABEL, task, type(e).__name__)
                 with self._lock:
                     self.refusals += 1
                 continue
+            down = False
             try:
                 answer = shape.model_validate(first_json_object(content))
                 if check is not None:
@@ -171,4 +195,6 @@ class StructuredChat:
                 # Only the last refused answer, cut short: a growing transcript would overflow a small context.
                 messages = [*first, {"role": "assistant", "content": content[:RETRY_ECHO_CHARS]},
                             {"role": "user", "content": retry}]  # fmt: skip
+        if down:
+            raise self.UNAVAILABLE(f"{task}: the server was down or busy on {1 + self.max_retries} attempts ({error})")
         raise self.ERROR(f"{task}: no valid answer after {1 + self.max_retries} attempts ({error})")

@@ -19,9 +19,10 @@ from contracts.kmms_records import KmmsEvent, KmmsNode, decode_kmms
 from contracts.topics import TopicNames
 from governance.kmms.consolidation import ConsolidationEngine, Consolidator, Emitted, ScopeState
 from governance.kmms.values import USER_ENTITY, EpisodeText
+from inference.kmms_consolidator import ConsolidatorUnavailable
 from processors.kmms_core import kmms_event_id, kmms_out
 from streams.offsets import Conn
-from streams.processor import Failure
+from streams.processor import Failure, Outage
 from streams.records import LogRecord, OutRecord
 
 NAME = "kmms-consolidator"
@@ -107,7 +108,11 @@ class KmmsConsolidatorProcessor:
                 en = ev.enrichment
                 source = str(rec.position)
                 owner = any(x.name == USER_ENTITY for x in en.entities)
-                emitted = self.engine.enriched(st, en.episode_id, en.primary_entity, en.primary_topic, source, owner)
+                try:
+                    emitted = self.engine.enriched(st, en.episode_id, en.primary_entity, en.primary_topic, source,
+                                                   owner)  # fmt: skip
+                except ConsolidatorUnavailable as exc:  # the LLM is down: wait at the stored offset, refuse nothing
+                    raise Outage(f"{NAME}: {exc}") from exc
                 outs += [kmms_out(self.names, self._event(ev, source, i, x)) for i, x in enumerate(emitted)]
         self.store.save(states)
         return outs
