@@ -50,7 +50,7 @@ class ApiDeps:
     presence_window_ms: int = 30_000  # for the live tally of open proposals
     processors: list[str] = field(default_factory=lambda: list(DEFAULT_PROCESSORS))
     ready_stale_s: float = 15.0  # a processor whose heartbeat is older is not ready
-    ready_max_lag: int = 10_000  # nor one further behind its inputs than this many records
+    ready_max_lag: int = 10_000  # one further behind its inputs is flagged `behind` (reported; still ready)
     embedder: Any = None  # inference.embeddings.Embedder for recall queries (None: recall answers 503)
     previous_embedder: Any = None  # during a KMMS model switch, the model switched away from (kmms_model_switch)
     caml_audit: Callable[[CamlAuditEntry], None] | None = None  # appends to hivemem.caml.audit
