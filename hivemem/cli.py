@@ -37,9 +37,10 @@ def cmd_up(args: argparse.Namespace) -> int:
             stack.start_services(api_port=args.port)
         console.print(f"HiveMem is up: API {stack.api_url} (docs at {stack.api_url}/docs); "
                       f"logs in {stack.settings.home / 'logs'}")  # fmt: skip
-        console.print(f"Dashboard: {stack.api_url}/dashboard (log in with `hivemem token --tenant acme`)")
         ok = True
-        if not args.no_demo:
+        if args.no_demo:
+            console.print(f"Dashboard: {stack.api_url}/dashboard (log in with `hivemem token --tenant acme`)")
+        else:  # the demo ends with the dashboard's link
             ok = run_demo(stack.settings, stack.api_url, console)
         if args.exit_after_demo:
             return 0 if ok else 1

@@ -1,4 +1,5 @@
-"""The demo scenario: four claws of seed 004 announce themselves, write, and get audited."""
+"""The demo scenario: four claws of seed 004 announce themselves, write, and get audited; then each
+kind of memory in turn (CAML, KMMS, and KMP, KSTAR, CLAM in ``demo_kmp_kstar_clam``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from rich.table import Table
 from contracts.avro import encode_envelope
 from contracts.topics import partition_key
 from governance.identity import HMAC_PREFIX, derive_deployment_key
+from hivemem.demo_kmp_kstar_clam import print_dashboard, run_clam, run_kmp, run_kstar
 from hivemem.settings import Settings
 from producers.claw_client import ClawClient
 from projections.auth import mint_token
@@ -76,17 +78,17 @@ def run_demo(settings: Settings, api_url: str, console: Console | None = None) -
         claws = http.get("/api/v1/claws", params={"capability": "logs.read", "consistency": str(last)}).json()
         audit = http.get("/api/v1/audit", params={"traceId": trace, "consistency": str(final)}).json()
 
-    console.print(f"Coordinator asks who can read logs: {[c['claw_id'] for c in claws]}")
+    console.print(f"Coordinator asks who can read logs: {[c['clawId'] for c in claws]}")
     table = Table(title=f"Audit trail for {trace}")
     for col in ("type", "claw", "outcome", "reason"):
         table.add_column(col)
     for row in audit:
-        table.add_row(row["type"] or "?", row["claw_id"] or "?", row["outcome"], row["reason_code"] or "")
+        table.add_row(row["type"] or "?", row["clawId"] or "?", row["outcome"], row["reasonCode"] or "")
     console.print(table)
-    outcomes = sorted((r["outcome"], r["reason_code"] or "") for r in audit if r["type"] == "episode")
+    outcomes = sorted((r["outcome"], r["reasonCode"] or "") for r in audit if r["type"] == "episode")
     expected = sorted([("ACCEPTED", "")] * 3 + [("REJECTED", "DUPLICATE")] * 2
                       + [("REJECTED", "REPLAYED"), ("REJECTED", "BAD_SIGNATURE")])  # fmt: skip
-    ok = [c["claw_id"] for c in claws] == ["claw-1"] and outcomes == expected
+    ok = [c["clawId"] for c in claws] == ["claw-1"] and outcomes == expected
     if ok:
         console.print("[green]Outcome: 3 episodes accepted; duplicate, replay and forgery rejected "
                       "with their reason codes; every verdict audited.[/green]")  # fmt: skip
@@ -96,7 +98,15 @@ def run_demo(settings: Settings, api_url: str, console: Console | None = None) -
     console.rule("[bold]Collective memory (CAML)[/bold]: operators share what their claws learnt")
     shared = run_caml(settings, api_url, console)
     console.rule("[bold]Per-claw memory (KMMS)[/bold]: episodes in, facts up, confident answers down")
-    return run_memory(settings, api_url, console) and shared and voted and ok
+    remembered = run_memory(settings, api_url, console)
+    console.rule("[bold]Process memory (KMP)[/bold]: what happened, why, and the path between")
+    traced = run_kmp(settings, api_url, console)
+    console.rule("[bold]Portable memory (KSTAR)[/bold]: export, verify, import")
+    moved = run_kstar(settings, api_url, console)
+    console.rule("[bold]Learning loop (CLAM)[/bold]: perceive, critique, strengthen")
+    learnt = run_clam(settings, api_url, console)
+    print_dashboard(api_url, console)
+    return remembered and traced and moved and learnt and shared and voted and ok
 
 
 STATEMENT = "Error E142 with DB timeout pattern maps to mitigation M7"

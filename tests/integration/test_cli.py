@@ -1,6 +1,7 @@
-"""The two user-facing commands: replay (digest equals live) and the demo smoke test."""
+"""The two user-facing commands: replay (digest equals live) and the demo smoke test (every part of it)."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,9 +43,19 @@ def test_demo_runs_from_a_clean_home(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "hivemem.cli", "up", "--exit-after-demo"], env=env, cwd=ROOT,
                          capture_output=True, text=True, timeout=400)  # fmt: skip
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "Outcome: 3 episodes accepted" in out.stdout
-    assert "BAD_SIGNATURE" in out.stdout and "DUPLICATE" in out.stdout
-    assert "DUPLICATE_VOTE" in out.stdout and "shared fact v1 published" in out.stdout
+    text = " ".join(out.stdout.split())  # rich wraps lines at the terminal's width
+    assert "Outcome: 3 episodes accepted" in text
+    assert "BAD_SIGNATURE" in text and "DUPLICATE" in text
+    assert "DUPLICATE_VOTE" in text and "shared fact v1 published" in text
+    assert "422 PII_REJECTED" in text and "the move superseded the old fact" in text
+    # KMP: the decision answered with evidence, and the path from the fix back to the cause.
+    assert "-> 'Roll checkout back to v41.' (confidence HIGH" in text
+    assert "res-fixed -resolves-> obs-e142 -caused_by-> cause-pool" in text
+    # KSTAR: exported, verified (signed), imported; the second import changed nothing.
+    assert "valid True, signed True" in text and "2 imported, 0 unchanged; again: 0 imported, 2 unchanged" in text
+    # CLAM: a node from the exchange, strengthened by the critic.
+    assert "NODE_CREATED" in text and "withstands" in text and "confidence score 2" in text
+    assert re.search(r"Dashboard: http://127\.0\.0\.1:\d+/dashboard", text)
 
 
 def test_docker_compose_file_parses() -> None:
