@@ -155,7 +155,7 @@ def tokens(api: str, secret: bytes, verifies: int, console: Console) -> list[flo
     with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {bearer}"}, timeout=60) as h:
 
         def issue(body: dict[str, Any]) -> str:
-            resp = h.post("/kstar/v1/tokens", params={"wait_ms": 20000}, json=body)
+            resp = h.post("/kstar/v1/tokens", params={"waitMs": 20000}, json=body)
             if resp.status_code != 200 or resp.json().get("status") != "STORED":
                 raise SystemExit(f"/kstar/v1/tokens: {resp.status_code} {resp.text[:300]}")
             return str(resp.json()["recordId"])

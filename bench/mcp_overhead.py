@@ -97,7 +97,7 @@ def run(api: str, token: str, n: int) -> None:
     with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {token}"}, timeout=60) as h:
         for i in range(5):
             note = {"content": f"Note {i}: the staging database moved to host db-{i}."}
-            h.post("/api/v1/memory/episodes", params={"wait_ms": 20_000}, json=note).raise_for_status()
+            h.post("/api/v1/memory/episodes", params={"waitMs": 20_000}, json=note).raise_for_status()
     words = ["database", "staging", "host", "moved", "note"]
     searches = [{"query": f"where is the {words[i % 5]} {i}", "mode": "text"} for i in range(n)]
     recalls = [{"query": f"checkout errors after deploy {i}", "k": 5} for i in range(n)]

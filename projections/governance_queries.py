@@ -41,6 +41,8 @@ class TallyView(View):
     quorum_basis: int
     threshold: int
     live: bool  # computed now from presence (open proposal), or frozen in the decision
+    computed_at: int  # ms since the epoch: now for a live tally, the decision's time for a frozen one
+    basis: str  # which basis these numbers are, in words (LIVE_BASIS / DECIDED_BASIS)
 
 
 class DecisionView(View):
@@ -118,6 +120,13 @@ def _vote_views(votes: list[Any], refused_by_gate: list[Any], decision: Decision
     return out
 
 
+LIVE_BASIS = (
+    "live: the claws active now; nothing is decided from it. The proposal is decided when a vote "
+    "arrives or the deadline passes, with the basis of that moment in the log"
+)
+DECIDED_BASIS = "decided: the basis and threshold the decision was made with, frozen"
+
+
 async def get_proposal(pool: AsyncConnectionPool, tenant: str, proposal_id: str, window_ms: int) -> ProposalView | None:
     """One proposal as a reader needs it; ``window_ms`` is the presence window of the live tally."""
     pid = (proposal_id,)
@@ -169,12 +178,14 @@ async def get_proposal(pool: AsyncConnectionPool, tenant: str, proposal_id: str,
     vote_views = _vote_views(votes, by_gate, decision)
     if decision is not None:
         t = TallyView(yes=decision.yes_votes, no=decision.no_votes, quorum_basis=decision.quorum_basis,
-                      threshold=decision.threshold, live=False)  # fmt: skip
+                      threshold=decision.threshold, live=False, computed_at=decision.decided_at,
+                      basis=DECIDED_BASIS)  # fmt: skip
     else:
         now = int(time.time() * 1000)
         active = active_claws({str(c): Heartbeat(int(ls), bool(ok)) for c, ls, ok in presence}, now, window_ms)
         live = tally([(v.claw_id, v.vote == "YES") for v in vote_views if v.status == "RECEIVED"], active)
-        t = TallyView(yes=live.yes, no=live.no, quorum_basis=live.basis, threshold=live.threshold, live=True)
+        t = TallyView(yes=live.yes, no=live.no, quorum_basis=live.basis, threshold=live.threshold, live=True,
+                      computed_at=now, basis=LIVE_BASIS)  # fmt: skip
     refusal = str(refused[0][0]) if refused else None
     status: ProposalStatus = decision.outcome if decision else ("REFUSED" if refusal else "OPEN")  # type: ignore[assignment]
     return ProposalView(proposal_id=p[0], fact_key=p[1], statement=p[2], tags=list(p[3]), proposer=p[4],
