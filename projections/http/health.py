@@ -44,6 +44,8 @@ MISSING = ProcessorCheck(ok=False, state="missing", heartbeat_age_s=None, lag=No
 
 
 class ReadyChecks(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
     postgres: str
     kafka: str
     projection_lag: dict[str, int] | str

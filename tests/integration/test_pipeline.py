@@ -127,7 +127,7 @@ def test_auth_errors_and_health(stack: Stack) -> None:
         assert h.get("/healthz").json() == {"status": "ok"}
         ready = h.get("/readyz").json()
         assert ready["ready"] and ready["checks"]["kafka"] == "ok"
-        assert "claws" in ready["checks"]["projection_lag"]
+        assert "claws" in ready["checks"]["projectionLag"]
         assert h.get("/api/v1/claws").json()["code"] == "AUTH_MISSING"
         expired = mint_token(stack.settings.load_config().token_secret, "acme", "t", ttl_s=-10)
         r = h.get("/api/v1/claws", headers={"Authorization": f"Bearer {expired}"})
