@@ -29,7 +29,7 @@ from projections.kmp_views import (
 )
 from projections.queries import tenant_tx
 
-NOW = 2**62
+NOW = 2**62  # "everything logged so far", for internal reads; answers echo a real instant (known_now)
 Policy = Literal["EVIDENCE_OR_UNKNOWN", "SHOW_CONFLICTS", "BEST_EFFORT"]
 _ENTRY = "about, entry_id, kind, text, occurred_at, known_at, seq, dims, source_agent"
 
@@ -48,6 +48,17 @@ def _relation(row: Any) -> RelationView:
 def _evidence(row: Any) -> EvidenceView:
     a, ref, text, supports, source, known = row
     return EvidenceView(ref=ref, about=a, text=text, supports=list(supports), source=source, known_at=int(known))
+
+
+async def known_now(pool: AsyncConnectionPool, tenant: str) -> int:
+    """A read's ``knownAt`` when the caller gives none: now (ms), or the newest log time already folded
+    if the broker's clock runs ahead of ours, so the read sees every write folded so far and the
+    echoed value repeats it."""
+    async with tenant_tx(pool, tenant) as conn:
+        row = await (await conn.execute("SELECT max(known_at) FROM kmp.kmp_ingests WHERE tenant = %s",
+                                        (tenant,))).fetchone()  # fmt: skip
+    latest = int(str(row[0])) if row is not None and row[0] is not None else 0
+    return max(int(time.time() * 1000), latest)
 
 
 async def snapshot(pool: AsyncConnectionPool, tenant: str, about: str, known_at: int,

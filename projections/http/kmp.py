@@ -105,8 +105,8 @@ def router(ctx: Ctx) -> APIRouter:
     deps = ctx.deps
     metrics = KmpMetrics(ctx.metrics)
 
-    def known(k: int | None) -> int:
-        return k if k is not None else q.NOW
+    async def known(who: Principal, k: int | None) -> int:
+        return k if k is not None else await q.known_now(ctx.pool, who.tenant)
 
     async def publish(who: Principal, payload: dict[str, Any], key: str | None, wait_ms: int,
                       response: Response) -> IngestOut:  # fmt: skip
@@ -221,7 +221,7 @@ def router(ctx: Ctx) -> APIRouter:
         """The minimal state to continue: objective, current state, causal spine with evidence refs,
         open loops, next actions, guardrails, and a cursor to resume reading from."""
         started = time.perf_counter()
-        s = await q.snapshot(ctx.pool, who.tenant, body.about, known(body.known_at), body.dimensions)
+        s = await q.snapshot(ctx.pool, who.tenant, body.about, await known(who, body.known_at), body.dimensions)
         last = s.entries[-1].key if s.entries else None
         out = wake(s, body.max_entries, cursors.encode_cursor(last, "forward") if last else None)
         metrics.record("wake", who.tenant, body.about, started, refs=len(out.current_state) + len(out.causal_spine))
@@ -241,8 +241,8 @@ def router(ctx: Ctx) -> APIRouter:
         except ScopeError as exc:
             metrics.record("ask", who.tenant, body.about, started, scope=body.scope.mode, outcome=exc.code)
             raise ApiError(422, exc.code, exc.detail) from exc
-        res = await q.ask(ctx.pool, who.tenant, scope, body.question, body.answer_policy, known(body.known_at),
-                          body.limit)  # fmt: skip
+        at = await known(who, body.known_at)
+        res = await q.ask(ctx.pool, who.tenant, scope, body.question, body.answer_policy, at, body.limit)
         metrics.answers.labels(res.proof.confidence).inc()
         metrics.record("ask", who.tenant, body.about, started, scope=scope.mode, refs=len(res.because),
                        confidence=res.proof.confidence, evidence=len(res.proof.evidence),
@@ -256,7 +256,7 @@ def router(ctx: Ctx) -> APIRouter:
         return out
 
     async def navigate_(who: Principal, body: NavIn, op: str) -> NavOut:
-        s = await q.snapshot(ctx.pool, who.tenant, body.about, known(body.known_at), body.dimensions)
+        s = await q.snapshot(ctx.pool, who.tenant, body.about, await known(who, body.known_at), body.dimensions)
         c = body.cursor
         try:
             m = move(s, op, c.ref, c.time, c.token, body.window.before, body.window.after, body.limit)
@@ -294,7 +294,7 @@ def router(ctx: Ctx) -> APIRouter:
             responses=error_responses(400, 401, 403, 404, 422))  # fmt: skip
     async def trace_route(who: Who, body: TraceIn) -> TraceOut:
         """The relation path between two refs (shortest, explained relations first), paged."""
-        s = await q.snapshot(ctx.pool, who.tenant, body.about, known(body.known_at))
+        s = await q.snapshot(ctx.pool, who.tenant, body.about, await known(who, body.known_at))
         held = {e.ref for e in s.entries} | {v.ref for v in s.evidence}
         for ref in (body.from_ref, body.to_ref):
             if ref not in held:
@@ -316,7 +316,7 @@ def router(ctx: Ctx) -> APIRouter:
     async def inspect_route(who: Who, body: InspectIn) -> q.Inspected:
         """One entry or evidence item with its links and evidence; its whole text only with include.raw."""
         started = time.perf_counter()
-        s = await q.snapshot(ctx.pool, who.tenant, body.about, known(body.known_at))
+        s = await q.snapshot(ctx.pool, who.tenant, body.about, await known(who, body.known_at))
         i = body.include
         found = q.inspect(s, body.ref, i.incoming, i.outgoing, i.evidence, i.raw)
         if found is None:
@@ -330,10 +330,10 @@ def router(ctx: Ctx) -> APIRouter:
     async def diagnose(who: Who, body: DiagnoseIn) -> Diagnosis:
         """Classify a failed answer: ingestion, projection, retrieval, proof, reader or reasoning gap, from
         what the read model holds now and at knownAt and what ask returns at knownAt."""
-        at = known(body.known_at)
+        at = await known(who, body.known_at)
         expected = frozenset(body.expected_refs)
         now = await q.snapshot(ctx.pool, who.tenant, body.about, q.NOW)
-        then = now if at == q.NOW else await q.snapshot(ctx.pool, who.tenant, body.about, at)
+        then = await q.snapshot(ctx.pool, who.tenant, body.about, at)
 
         def held(s: Snapshot) -> frozenset[str]:
             return expected & ({e.ref for e in s.entries} | {v.ref for v in s.evidence})

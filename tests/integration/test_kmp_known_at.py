@@ -54,3 +54,19 @@ def test_no_read_sees_the_future(stack: Stack, plan: list[tuple[str, int, int]],
                                                 "answerPolicy": "BEST_EFFORT", "scope": scope}).json()  # fmt: skip
             assert {(b["about"], b["ref"]) for b in asked["because"]} == {(a, ref) for a, ref, k in known if k <= t}
             assert all(v["knownAt"] <= t for v in asked["proof"]["evidence"])
+
+
+def test_a_read_without_known_at_echoes_the_instant_that_repeats_it(stack: Stack) -> None:
+    about = f"echo-{uuid.uuid4().hex[:6]}"
+    with http(stack, "kmp-leak", "writer") as h:
+        entry = {"id": "e1", "kind": "observation", "text": "the pump restarts nightly", "occurredAt": T0}
+        r = h.post("/kmp/v1/ingest", params={"waitMs": 20000}, json={"about": about, "entries": [entry]})
+        assert r.status_code == 200, r.text
+        wrote = int(r.json()["knownAt"])
+        now = h.post("/kmp/v1/forward", json={"about": about, "limit": 10}).json()
+        echoed = now["knownAt"]
+        # A real instant (ms since the epoch, at or after the write), not a far-future sentinel.
+        assert wrote <= echoed < wrote + 3_600_000, (wrote, echoed)
+        again = h.post("/kmp/v1/forward", json={"about": about, "limit": 10, "knownAt": echoed}).json()
+        assert again["entries"] == now["entries"] and [e["ref"] for e in now["entries"]] == ["e1"]
+        assert h.post("/kmp/v1/wake", json={"about": about}).json()["knownAt"] >= wrote
