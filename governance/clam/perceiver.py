@@ -17,9 +17,10 @@ Rules, sentence by sentence (split after ``.``, ``!``, ``?`` and at line breaks)
   "I am from / I come from X" → ``comes_from``; "I speak X" → ``speaks``. The object runs to the clause end or
   the first ``, ; : (`` or "because/since/which/who/for"; a leading article is dropped; a name keeps at most 4 words.
   A clause with a negation ("I don't use X") or an object over 80 characters is no fact.
-* A prompt clause of >= 3 words that is no fact is **semantic** (STM, to be confirmed by the critic) when it is
-  first-person ("I …", "my …", "we …") or a claim (has is/are/was/were and does not start with an imperative
-  such as "please", "tell", "explain"); requests to the assistant ("I want you to …") are not.
+* Any other prompt clause of >= 3 words is **semantic** (STM, to be confirmed by the critic): a statement in
+  the first person ("I …", "my …", "our …") or about anything else ("The irrigation pump restarts every
+  night"). Not statements: requests to the assistant ("I want you to …"), clauses starting with an
+  imperative ("please", "tell", "explain", …) and courtesies ("thanks …", "thank you …", "sorry …").
 
 Duplicates (same triple id for facts, same text for others) are told once; at most ``limit`` deductions.
 """
@@ -69,10 +70,10 @@ _FIRST_PERSON = re.compile(r"^(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|we'd|our)
 _REQUEST = re.compile(
     r"^(?:i(?: would|'d) like you|i (?:want|need) you|i wonder|i(?: am|'m) (?:asking|wondering))\b", _I
 )
-_CLAIM = re.compile(r"\b(?:is|are|was|were)\b", _I)
 _IMPERATIVES = """please tell explain show give help write make list describe summarise summarize translate find create
 generate let check compare fix debug run suggest recommend name define continue try"""
-_IMPERATIVE = frozenset(_IMPERATIVES.split())
+_COURTESIES = "thanks thank sorry bye goodbye cheers congrats congratulations welcome"
+_NOT_STATEMENTS = frozenset(_IMPERATIVES.split()) | frozenset(_COURTESIES.split())
 _SOLVED = re.compile(
     r"\b(?:we|i)\s+(?:(?!never\b|not\b)\w+\s+){0,2}?"
     r"(?:fixed|solved|resolved|debugged|repaired|worked around|figured out)\b",
@@ -171,7 +172,7 @@ def _clause_deduction(clause: str) -> Deduction | None:
         return Deduction("fact", fact_description(fact), fact)
     if len(s.split()) < 3 or _REQUEST.match(s):
         return None
-    if _FIRST_PERSON.match(s) or (_CLAIM.search(s) and s.split()[0].lower() not in _IMPERATIVE):
+    if _FIRST_PERSON.match(s) or s.split()[0].lower().strip(",!") not in _NOT_STATEMENTS:
         return Deduction("semantic", s)
     return None
 

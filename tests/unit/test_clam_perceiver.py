@@ -110,3 +110,11 @@ def test_deterministic() -> None:
 def test_long_object_is_no_fact() -> None:
     out = perceive_local("I use " + "very " * 30 + "long things", "")
     assert [d.kind for d in out] == ["semantic"]
+
+
+def test_a_statement_about_anything_is_a_node_whatever_its_verb() -> None:
+    # docs/clam.md: anything else the user states becomes a short-term node, not only "is/are" claims.
+    out = perceive_local("The irrigation pump restarts every night. Our irrigation pump restarts every night. "
+                         "Thank you so much. Sorry about that. Tell me a joke.", "")  # fmt: skip
+    assert out == [Deduction("semantic", "The irrigation pump restarts every night"),
+                   Deduction("semantic", "Our irrigation pump restarts every night")]  # fmt: skip
