@@ -97,3 +97,10 @@ def test_using_it_blocks_run_as_written(checkout: tuple[Path, int]) -> None:
         assert decided["status"] == "APPROVED" and decided["tally"]["live"] is False, json.dumps(decided)
         fact = h.get("/api/v1/facts/incident/E142").json()
     assert fact["current"]["version"] == 1 and fact["current"]["proposalId"] == "p-e142", fact
+
+
+def test_the_embedded_postgres_block_reaches_the_database(checkout: tuple[Path, int]) -> None:
+    (block,) = shell_blocks("The embedded Postgres")
+    out = run(checkout, block)
+    assert " kmms " in out and " governance " in out, out  # \dn lists the read models' schemas
+    assert re.search(r"^ gate\S* +\| running +\| +\d+$", out, re.M), out  # the processors' progress
