@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import given, settings
 
 from governance.kstar.domains import (
@@ -32,6 +37,7 @@ from governance.kstar.tokens import (
     token_signing_bytes,
     verify,
 )
+from hivemem.settings import parse_config, write_default_config
 
 AT = "2026-01-31T15:00:00.000Z"
 NOW = iso_to_ms(AT)
@@ -334,3 +340,15 @@ def test_a_stored_child_never_verifies_for_more_than_its_parent(parent_scope: st
         return
     if verify(kid, requested, NOW, {"p": parent}).valid:
         assert verify(parent, requested, NOW, {}).valid
+
+
+def test_the_issuer_key_is_the_documented_formula_over_the_hex_decoded_secret(tmp_path: Path) -> None:
+    """docs/kstar.md: HMAC-SHA256(key = bytes.fromhex(token_secret), message = "hivemem/kstar-issuer/v1|<tenant>|
+    <clawId>") from the tenants file's [api] token_secret, as the server reads it."""
+    path = tmp_path / "tenants.toml"
+    write_default_config(path)
+    in_file = tomllib.loads(path.read_text())["api"]["token_secret"]
+    seed = hmac.new(bytes.fromhex(in_file), b"hivemem/kstar-issuer/v1|acme|claw-9", hashlib.sha256).digest()
+    documented = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    served = issuer_key(parse_config(tomllib.loads(path.read_text())).token_secret, "acme", "claw-9")
+    assert served.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw) == documented
