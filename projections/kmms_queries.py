@@ -120,6 +120,8 @@ class SearchResult(View):
     drill: list[LayerStep]
     provenance: list[str]  # node ids from the top layer visited down to the answer
     embedding_model: str | None = None  # the model whose vectors ranked the hits (None: text only)
+    # Why a hybrid search was ranked by text alone: EMBEDDINGS_UNAVAILABLE while the embeddings server is down.
+    degraded: str | None = None
     hits: list[MemoryHit]  # evidence: episodes (L4), each by its best unit, best first
     # What consolidation derived (L1-L3: abstractions, facts, summaries), best first, each with the sessions it
     # cites: it explains and may answer, but never takes an evidence hit's place (docs/kmms.md, "Evidence first").

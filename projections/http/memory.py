@@ -180,19 +180,25 @@ def router(ctx: Ctx) -> APIRouter:
         own = blended = None  # the question's vector; the blend with its statement form's, when it has one
         embedder = await serving.embedder(m)  # during a model switch, the old one until the new is complete
         model = embedder.model_id if embedder is not None else ""
+        degraded = None
         if embedder is not None and body.mode != "text":
             try:
                 text = q.content_query(body.query, _ms(body.as_of) or int(time.time() * 1000))
                 own, blended = await run_in_threadpool(question_vectors, embedder.embed_query, text, statement_weight)
             except EmbeddingError as exc:
-                raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", f"the query could not be embedded: {exc.code}") from exc
+                if body.mode == "vector":  # asked for vectors only: nothing to serve without them
+                    detail = f"the query could not be embedded: {exc.code}"
+                    raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", detail) from exc
+                # Hybrid while the embeddings server is down: an outage the search rides out on full text.
+                degraded = f"EMBEDDINGS_UNAVAILABLE: ranked by full text alone ({exc.code})"
         elif body.mode == "vector":
             raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", "no embedding model is configured for this API")
         vector = blended or own
         params = q.SearchParams(body.query, vector, model, body.k, _ms(body.as_of), body.mode, tau, abstain,
                                 own if blended else None)  # fmt: skip
         result = await q.search(ctx.pool, m, params)
-        return result.model_copy(update={"embedding_model": model if vector is not None else None})
+        served_by = model if vector is not None else None
+        return result.model_copy(update={"embedding_model": served_by, "degraded": degraded})
 
     @r.post("/api/v1/memory/search", response_model=q.SearchResult, response_model_by_alias=True,
             responses=error_responses(400, 401, 403, 422, 503))  # fmt: skip

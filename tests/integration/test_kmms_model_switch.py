@@ -195,6 +195,18 @@ def test_a_switch_started_while_the_new_server_is_down_serves_the_old_model_then
         assert any("Miso" in h.text for h in after.hits)
         assert _vectors(stack, claw, c.model_id) >= _vectors(stack, claw, a_id) > 0
         mem.close()
+        # The model serving the memory goes down again: a hybrid search rides it out on full text and says
+        # so; a vector-only search has nothing to serve and says why.
+        model_b.open.clear()
+        with httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {token}"}) as h:
+            ask = {"query": "the cat I adopted from the shelter", "k": 3}  # not embedded before: no cached vector
+            hybrid = h.post("/api/v1/memory/search", json=ask)
+            assert hybrid.status_code == 200, hybrid.text
+            assert hybrid.json()["degraded"].startswith("EMBEDDINGS_UNAVAILABLE")
+            assert hybrid.json()["embeddingModel"] is None and any("Miso" in x["text"] for x in hybrid.json()["hits"])
+            vector = h.post("/api/v1/memory/search", json={**ask, "mode": "vector"})
+            assert (vector.status_code, vector.json()["code"]) == (503, "EMBEDDINGS_UNAVAILABLE")
+        model_b.open.set()
         assert all(s.alive() for s in services), "a service died during the outage"
     finally:
         model_b.open.set()
