@@ -325,9 +325,7 @@ def test_a_fact_written_around_the_processor_is_not_shared_truth(stack: Stack) -
     assert rogue.flush(30) == 0
     with http(stack, tenant) as h:
         rows = wait_until(lambda: h.get("/api/v1/audit", params={"traceId": trace}).json(), what="audit of the forgery")
-        assert [(r["type"], r["outcome"], r["reasonCode"]) for r in rows] == [
-            ("fact", "REJECTED", "UNVERIFIED_OUTPUT")
-        ]
+        assert [(r["type"], r["outcome"], r["reasonCode"]) for r in rows] == [("fact", "REJECTED", "UNVERIFIED_OUTPUT")]
         with owner_db(stack) as conn:
             wait_until(lambda: conn.execute("SELECT count(*) FROM hivemem.processing_failures WHERE processor = "
                                             "'governance' AND error LIKE %s", (f"%{forged.event_id}%",)).fetchone()[0],  # type: ignore[index]

@@ -36,8 +36,7 @@ def test_same_idempotency_key_five_times_is_applied_once(stack: Stack) -> None:
     with http(stack) as h:
         audit = h.get("/api/v1/audit", params={"traceId": trace, "consistency": str(tokens[-1])}).json()
     assert (
-        sorted((a["outcome"], a["reasonCode"]) for a in audit)
-        == [("ACCEPTED", None)] + [("REJECTED", "DUPLICATE")] * 4
+        sorted((a["outcome"], a["reasonCode"]) for a in audit) == [("ACCEPTED", None)] + [("REJECTED", "DUPLICATE")] * 4
     )
 
 
