@@ -55,7 +55,7 @@ class McpEndpoint:
         except AuthError as exc:
             return await _refuse(send, 401, exc.code, exc.detail)
         if who.tenant not in self.tenants:
-            return await _refuse(send, 403, "UNKNOWN_TENANT", f"tenant {who.tenant!r} is not configured")
+            return await _refuse(send, 403, "UNKNOWN_TENANT", "the token's tenant is not configured")
         await self.manager.handle_request(scope, receive, send)
 
 

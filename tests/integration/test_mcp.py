@@ -102,11 +102,17 @@ async def until(c: Caller, name: str, args: dict[str, Any], ok: Callable[[Result
 WALL_CLOCK = ("tookMs", "latencyMs", "ageDays", "asOf")  # timings, and "now" where the request gave no instant
 
 
-def _strip(value: Any) -> Any:
+# A KMP answer's own knownAt is the instant it was read at when the request gave none (its rows' stay).
+READ_AT = ("knownAt",)
+
+
+def _strip(value: Any, top: bool = True) -> Any:
     """Without what the server derives from its clock, which differs between two calls."""
     if isinstance(value, dict):
-        return {k: round(v, 4) if k == "compositeScore" else _strip(v) for k, v in value.items() if k not in WALL_CLOCK}
-    return [_strip(v) for v in value] if isinstance(value, list) else value
+        clock = WALL_CLOCK + READ_AT if top else WALL_CLOCK
+        return {k: round(v, 4) if k == "compositeScore" else _strip(v, False) for k, v in value.items()
+                if k not in clock}  # fmt: skip
+    return [_strip(v, False) for v in value] if isinstance(value, list) else value
 
 
 def every_tool(stack: Stack, mode: Mode) -> None:
