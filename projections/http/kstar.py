@@ -28,8 +28,9 @@ from governance.kstar.apply import iso, owns
 from governance.kstar.records import ControlToken, KstarRefusal, parse_record
 from projections import kstar_queries as q
 from projections.auth import Principal
+from projections.gateway import describe_validation
 from projections.http.context import Ctx
-from projections.http.errors import ApiError, describe_validation, error_responses
+from projections.http.errors import ApiError, error_responses
 from projections.http.kstar_models import (
     ApplyIn,
     ExportIn,
