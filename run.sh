@@ -56,11 +56,13 @@ case "$cmd" in
     ;;
   test)
     install with-browser
-    # The README promises a clean tree: lint, format and types are part of the test run.
-    echo "ruff check, ruff format --check, mypy"
+    # The README promises a clean tree: lint, format, types and the import rules (docs/architecture.md,
+    # "Imports": the contracts in pyproject.toml) are part of the test run.
+    echo "ruff check, ruff format --check, mypy, lint-imports"
     .venv/bin/ruff check .
     .venv/bin/ruff format --check .
     .venv/bin/mypy contracts governance inference producers streams processors projections hivemem deploy bench tests
+    .venv/bin/lint-imports
     set +e
     # A temp root of this run's own: pytest keeps only its last three base dirs under the shared
     # /tmp/pytest-of-<user>, so another pytest started meanwhile would delete this run's live

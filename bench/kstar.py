@@ -47,11 +47,10 @@ from contracts.topics import partition_key
 from governance.kstar import bundle as b
 from governance.kstar.tokens import issuer_key
 from hivemem.demo import claw_client
-from hivemem.kstar_cli import export_document, import_document
 from hivemem.settings import Settings
 from producers.claw_client import EnvelopePublisher, producer_config
 from projections.auth import mint_token
-from projections.kstar_io import ImportResult, Writer
+from projections.kstar_io import ImportResult, Writer, connect, export_document, import_document
 
 TENANT = "acme"
 CLAW = "bench-claw"
@@ -141,8 +140,9 @@ def import_bundle(settings: Settings, publisher: EnvelopePublisher, memory: str,
         def tick(task: TaskID) -> Callable[[int], None]:
             return lambda k: bar.advance(task, k)
 
-        result = import_document(settings.require_database(), writer, memory, plain, "merge", None, publisher, 900.0,
-                                 tick(sent), tick(judged), decoded.check.checksum)  # fmt: skip
+        with connect(settings.require_database(), writer.tenant) as conn:
+            result = import_document(conn, writer, memory, plain, "merge", None, publisher, 900.0,
+                                     tick(sent), tick(judged), decoded.check.checksum)  # fmt: skip
     seconds = time.perf_counter() - t
     if result.refused or result.pending or result.conflicts:
         raise SystemExit(f"{what}: {json.dumps(result.to_wire())[:500]}")
@@ -211,11 +211,11 @@ def main(argv: list[str]) -> int:
         flt = b.ExportFilter()
         t: dict[str, float] = {}
         # export_document gives the file's bytes too (one serialisation, encryption included)
-        with clock(t, "export"):
-            plain = export_document(db, TENANT, CLAW, flt, signer, None).data
+        with clock(t, "export"), connect(db, TENANT) as conn:
+            plain = export_document(conn, TENANT, CLAW, flt, signer, None).data
         t["dump"] = 0.0
-        with clock(t, "export_enc"):
-            enc = export_document(db, TENANT, CLAW, flt, signer, PASSPHRASE).data
+        with clock(t, "export_enc"), connect(db, TENANT) as conn:
+            enc = export_document(conn, TENANT, CLAW, flt, signer, PASSPHRASE).data
         t["dump_enc"] = 0.0
         with clock(t, "load"):
             loaded = b.load_document(plain)

@@ -4,7 +4,7 @@ In LongMemEval (ShareGPT/UltraChat-style chats) an assistant reply is several pa
 bulleted list, 800-2,500 characters full of named things (places, dishes, books, products, tools, tips). ``expand``
 turns a corpus' one-sentence reply into such an answer: the short reply stays first, then paragraphs and/or a list
 composed from the topic's ``BANKS`` of sentences with slots, filled from the session's slots (``_slots``) and fresh
-picks from the vocabulary here and in ``bench.memory_corpus``, never a value the session already uses. Texts carry
+picks from the vocabulary here and in ``bench.memory_vocabulary``, never a value the session already uses. Texts carry
 no e-mails, phone numbers or long digit runs (the PII regex stage would redact them).
 
 ``RECALLS`` are the ``single-session-assistant`` questions: in an evidence session one long reply recommends one
@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bench.memory_corpus import BOOKS, CITIES, DISHES, EXERCISES, HERBS, INGREDIENTS, LIBS, PLANTS, SHOWS_FILMS
+from bench.memory_vocabulary import BOOKS, CITIES, DISHES, EXERCISES, HERBS, INGREDIENTS, LIBS, PLANTS, SHOWS_FILMS
 
 NEIGHBOURHOODS = ("the Old Quarter", "the Harbour district", "Riverside", "the Cathedral quarter", "Castle Hill",
                   "the Arts district", "the University quarter", "the Market district", "the Latin quarter",

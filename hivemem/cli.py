@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
@@ -10,6 +11,7 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from hivemem.settings import Settings
 
@@ -110,9 +112,30 @@ def cmd_kstar(args: argparse.Namespace) -> int:
     return run[args.command](Settings.from_env(), args, console)
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    import importlib
+NO_BENCHES = (
+    "the benchmarks (bench/) are a development tool, not part of the product: "
+    "run `hivemem bench` from a HiveMem checkout (pip install -e '.[dev]')"
+)
 
+
+def benches() -> dict[str, str] | None:
+    """The benches' names and lines (``bench.BENCHES``) when the ``bench`` package is importable, else None.
+
+    Looked up by name, never imported statically: the product does not depend on its benchmarks
+    (an import-linter contract in pyproject.toml keeps ``hivemem`` from importing ``bench``)."""
+    try:
+        found: dict[str, str] = importlib.import_module("bench").BENCHES
+    except ModuleNotFoundError as exc:
+        if exc.name != "bench":
+            raise
+        return None
+    return found
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.bench is None:
+        console.print(f"[red]NO_BENCHES[/red]: {escape(NO_BENCHES)}")
+        return 2
     bench = importlib.import_module(f"bench.{args.bench}")
     return int(bench.main(list(args.bench_args)))
 
@@ -128,7 +151,6 @@ def _command(sub: Any, name: str, text: str) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bench import BENCHES
     from hivemem.kstar_cli import add_parsers
 
     parser = argparse.ArgumentParser(prog="hivemem", description="Event-sourced memory for fleets of AI agents.",
@@ -170,11 +192,15 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("export", "import", "verify-bundle"):
         sub.choices[name].set_defaults(func=cmd_kstar)
     bench = _command(sub, "bench", "benchmarks, each on a stack of its own: hivemem bench <name> [options]")
-    benches = bench.add_subparsers(dest="bench", required=True, metavar="<name>", title="benches",
-                                   description="`hivemem bench <name> --help` lists the bench's options.")  # fmt: skip
-    for name, text in BENCHES.items():
+    found = benches()
+    if found is None:  # an install without the dev tools: `hivemem bench` says so (cmd_bench)
+        bench.set_defaults(func=cmd_bench, bench=None)
+        return parser
+    names = bench.add_subparsers(dest="bench", required=True, metavar="<name>", title="benches",
+                                 description="`hivemem bench <name> --help` lists the bench's options.")  # fmt: skip
+    for name, text in found.items():
         # Its options are the bench's own (bench/<name>.py parses them, --help included).
-        benches.add_parser(name, help=text, add_help=False)
+        names.add_parser(name, help=text, add_help=False)
     bench.set_defaults(func=cmd_bench)
     return parser
 

@@ -17,7 +17,7 @@ def enricher() -> Enricher:
 
 
 def consolidator() -> Consolidator:
-    from inference.kmms_consolidator import consolidator_from_env
+    from inference.kmms_backends import consolidator_from_env
 
     return consolidator_from_env()
 

@@ -1,123 +1,21 @@
 """``hivemem export`` / ``hivemem import`` / ``hivemem verify-bundle``: a claw's KSTAR memory to a
-``kstar-bundle`` file and back (docs/kstar.md), with progress bars. Also the one implementation the
-HTTP routes ``/kstar/v1/export`` and ``/kstar/v1/import`` run."""
+``kstar-bundle`` file and back (docs/kstar.md), with progress bars. What they run is
+``projections.kstar_io``'s, the same code the HTTP routes ``/kstar/v1/export`` and ``/kstar/v1/import`` run."""
 
 from __future__ import annotations
 
 import argparse
 import getpass
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psycopg
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from governance.kstar import bundle as b
 from governance.kstar.tokens import issuer_key
 from hivemem.settings import Settings
-from projections.kstar_io import (
-    ImportPlan,
-    ImportResult,
-    Writer,
-    collect_episode_verdicts,
-    collect_verdicts,
-    export_memory,
-    plan_import,
-    publish_all,
-)
-
-Tick = Callable[[int], None]
-
-
-def _connect(db_url: str, tenant: str) -> psycopg.Connection[tuple[Any, ...]]:
-    conn = psycopg.connect(db_url)
-    # Row-level security for the app role (the API's connection); harmless for the owner's (the CLI's).
-    conn.execute("SELECT set_config('hivemem.tenant', %s, false)", (tenant,))
-    return conn
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def export_document(db_url: str, tenant: str, memory: str, flt: b.ExportFilter, signer: Any,
-                    passphrase: str | None, progress: Tick | None = None,
-                    episodes: bool = True) -> b.EncodedBundle:  # fmt: skip
-    """The memory's bundle and its file bytes (encrypted when a passphrase is given)."""
-    with _connect(db_url, tenant) as conn:
-        return export_memory(conn, tenant, memory, flt, b.Agent(memory, "claw", "hivemem-0.1.0"), now_iso(),
-                             signer=signer, passphrase=passphrase.encode() if passphrase else None,
-                             progress=progress, episodes=episodes)  # fmt: skip
-
-
-def progress_totals(plan: ImportPlan) -> tuple[int, int]:
-    """What an import's two bars count to: every envelope it sends (the records that differ, the
-    registrations and removals before them, the KMMS episodes told again), and the ones the kstar
-    processor judges (all but the episodes, which KMMS answers). Unchanged records are not sent."""
-    return len(plan.ops) + len(plan.episodes), len(plan.ops)
-
-
-def import_document(db_url: str, writer: Writer, memory: str, plain: dict[str, Any], mode: str,
-                    types: Sequence[str] | None, publisher: Any, wait_s: float,
-                    sent: Tick | None = None, judged: Tick | None = None,
-                    checksum: str | None = None,
-                    totals: Callable[[int, int], None] | None = None) -> ImportResult:  # fmt: skip
-    """Verify (unless ``checksum`` says it was), plan, publish, and wait for the verdicts; the report
-    counts what was not sent as unchanged. ``totals`` hears what ``sent`` and ``judged`` will count
-    to, once the plan is made."""
-    with _connect(db_url, writer.tenant) as conn:
-        plan = plan_import(conn, writer.tenant, memory, plain, mode, types, checksum)
-        conn.commit()  # not rollback: that would undo the tenant setting too
-        if totals is not None:
-            totals(*progress_totals(plan))
-        envs = [writer.envelope(p) for p in plan.ops]
-        told = [writer.envelope(e) for e in plan.episodes]
-        publish_all(publisher.publish_async, publisher.flush, envs + told, sent)
-        result = collect_verdicts(conn, writer.tenant, [e.event_id for e in envs], wait_s, judged)
-        if told:
-            result.episodes = collect_episode_verdicts(conn, writer.tenant, [e.event_id for e in told], wait_s)
-    result.unchanged += plan.unchanged
-    return result
-
-
-def apply_records(db_url: str, writer: Writer, memory: str, records: Sequence[dict[str, Any]], origin_ref: str,
-                  publisher: Any, wait_s: float) -> ImportResult:  # fmt: skip
-    """A sync's push arriving: each record stored (origin SYNC, overwriting)."""
-    from contracts.models import KstarPayload
-    from projections.kstar_io import document
-
-    envs = []
-    for i, item in enumerate(records):
-        kind, rec = str(item.get("kind")), item.get("record")
-        if kind not in ("trace", "perception", "fact", "skill", "control_token") or not isinstance(rec, dict):
-            raise b.BundleError("KSTAR_INVALID_RECORD", f"records[{i}]: {{kind, record}} with a KSTAR kind")
-        rid = str(rec.get("token_id") if kind == "control_token" else rec.get("id"))
-        payload = KstarPayload(op_id=f"apply-{i}", memory=memory, op="STORE", kind=kind, record_id=rid,  # type: ignore[arg-type]
-                               document=document(rec), on_conflict="OVERWRITE", origin="SYNC",
-                               origin_ref=origin_ref[:1024])  # fmt: skip
-        envs.append(writer.envelope(payload))
-    publish_all(publisher.publish_async, publisher.flush, envs)
-    with _connect(db_url, writer.tenant) as conn:
-        return collect_verdicts(conn, writer.tenant, [e.event_id for e in envs], wait_s)
-
-
-def sync_document(db_url: str, writer: Writer, memory: str, remote_url: str, remote_token: str, publisher: Any,
-                  wait_s: float) -> Any:  # fmt: skip
-    from projections.kstar_sync import Remote, sync
-
-    with _connect(db_url, writer.tenant) as conn:
-        return sync(
-            conn,
-            writer,
-            memory,
-            Remote(remote_url, remote_token),
-            publisher,
-            f"hivemem:{writer.tenant}/{writer.claw_id}",
-            wait_s=wait_s,
-        )
+from projections.kstar_io import Writer, connect, export_document, import_document
 
 
 def _bar(console: Console, what: str) -> Progress:
@@ -161,9 +59,10 @@ def run_export(settings: Settings, args: argparse.Namespace, console: Console) -
     passphrase = _passphrase(args.passphrase_file, console)
     with _bar(console, "exporting") as bar:
         task = bar.add_task("export", total=None)
-        enc = export_document(settings.require_database(), args.tenant, args.memory or args.claw, flt, signer,
-                              passphrase.decode() if passphrase else None,
-                              lambda n: bar.advance(task, n), episodes)  # fmt: skip
+        with connect(settings.require_database(), args.tenant) as conn:
+            enc = export_document(conn, args.tenant, args.memory or args.claw, flt, signer,
+                                  passphrase.decode() if passphrase else None,
+                                  lambda n: bar.advance(task, n), episodes)  # fmt: skip
     out = Path(args.output)
     b.write_document(out, enc.data)  # atomic, mode 600: a memory is personal data
     stats = enc.bundle["statistics"]
@@ -216,10 +115,11 @@ def run_import(settings: Settings, args: argparse.Namespace, console: Console) -
             bar.update(sent, total=to_send)
             bar.update(judged, total=to_judge)
 
-        result = import_document(settings.require_database(), writer, args.memory or args.claw, plain,
-                                 "replace" if args.replace else "merge", types, publisher, args.wait,
-                                 lambda n: bar.advance(sent, n), lambda n: bar.advance(judged, n),
-                                 decoded.check.checksum, totals)  # fmt: skip
+        with connect(settings.require_database(), args.tenant) as conn:
+            result = import_document(conn, writer, args.memory or args.claw, plain,
+                                     "replace" if args.replace else "merge", types, publisher, args.wait,
+                                     lambda n: bar.advance(sent, n), lambda n: bar.advance(judged, n),
+                                     decoded.check.checksum, totals)  # fmt: skip
     console.print_json(data=result.to_wire())
     return 0 if not result.refused and not result.pending else 1
 

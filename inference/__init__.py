@@ -1,4 +1,5 @@
 """Local model back-ends: embeddings, NER for the PII cascade, OpenAI-compatible LLM clients.
 
-Imports only contracts and the value types of governance.pii (NerSpan, ImplicitVerdict).
+Model adapters that apply governance's rules: imports contracts and governance only (docs/architecture.md,
+"Imports"; lint-imports checks it), and governance never imports inference.
 """

@@ -1,6 +1,7 @@
 """The HTTP write gateway: JSON in, a validated signed envelope out (``producers.envelopes``
 builds and signs it; this module keeps the HTTP concerns: what the token allows, which key
-signs, and which status and code each refusal gets).
+signs, and which status and code each refusal gets). A refusal is a ``GatewayRefusal``, which the
+HTTP layer answers in its one error shape (``projections.http.errors``).
 
 A caller either sends a complete signed envelope (``signature`` base64 over the Avro bytes),
 or, holding a token bound to a claw, lets the gateway fill the header and sign with that
@@ -25,13 +26,27 @@ from governance.identity import HMAC_PREFIX, DeploymentKeys, TenantPolicy, deriv
 from governance.signing import HmacSigner, Signer
 from producers.envelopes import build_envelope, known_schema_versions
 from projections.auth import Principal
-from projections.http.errors import ApiError, describe_validation
 
 # librdkafka refuses records over message.max.bytes (1,000,000 by default); leave room for
 # the key and the record overhead, so a write is refused here (413) rather than by Kafka (503).
 MAX_RECORD_BYTES = 900_000
 _ID = {"maxLength": MAX_ID, "minLength": 1}
 _BASE64 = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+
+
+class GatewayRefusal(Exception):
+    """Why the gateway will not publish an envelope: the HTTP status and stable code to answer with."""
+
+    def __init__(self, status: int, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail = status, code, detail
+
+
+def describe_validation(errors: list[Any]) -> str:
+    """``where: what`` of the first error of a pydantic/FastAPI validation failure."""
+    first = errors[0] if errors else {}
+    where = ".".join(str(p) for p in first.get("loc", ())) or "request"
+    return f"{where}: {first.get('msg', 'invalid')}"
 
 
 def _doc(**schema: Any) -> Any:
@@ -97,8 +112,8 @@ class EnvelopeIn(BaseModel):
     )
 
 
-def _invalid(exc: ValidationError, prefix: str = "") -> ApiError:
-    return ApiError(422, "INVALID_FIELD", prefix + describe_validation(list(exc.errors())))
+def _invalid(exc: ValidationError, prefix: str = "") -> GatewayRefusal:
+    return GatewayRefusal(422, "INVALID_FIELD", prefix + describe_validation(list(exc.errors())))
 
 
 def _payload(envelope_type: str, payload: dict[str, Any]) -> WireModel:
@@ -109,41 +124,43 @@ def _payload(envelope_type: str, payload: dict[str, Any]) -> WireModel:
         return PAYLOAD_MODELS[envelope_type].model_validate_json(json.dumps(payload), strict=True)
     except ValidationError as exc:
         if any(e["type"] == "json_invalid" for e in exc.errors()):  # json.dumps escaped a lone surrogate
-            raise ApiError(422, "INVALID_FIELD", "payload: strings must be valid Unicode (no lone surrogates)") from exc
+            raise GatewayRefusal(
+                422, "INVALID_FIELD", "payload: strings must be valid Unicode (no lone surrogates)"
+            ) from exc
         raise _invalid(exc, "payload.") from exc
 
 
 def envelope_from_request(body: EnvelopeIn, who: Principal, tenants: Mapping[str, TenantPolicy]) -> Envelope:
-    """The envelope to publish, or an ``ApiError`` saying why not."""
+    """The envelope to publish, or a ``GatewayRefusal`` saying why not."""
     if body.type not in CLAW_PUBLISHED:
-        raise ApiError(422, "UNKNOWN_TYPE", "claws cannot publish envelopes of that type")
+        raise GatewayRefusal(422, "UNKNOWN_TYPE", "claws cannot publish envelopes of that type")
     if body.tenant is not None and body.tenant != who.tenant:
-        raise ApiError(403, "TENANT_MISMATCH", "envelope tenant differs from the token's tenant")
+        raise GatewayRefusal(403, "TENANT_MISMATCH", "envelope tenant differs from the token's tenant")
     # `is None`, not falsiness: an empty string given is refused as INVALID_FIELD, never replaced.
     claw_id = who.claw_id if body.claw_id is None else body.claw_id
     if claw_id is None:
-        raise ApiError(422, "MISSING_FIELD", "clawId is required when the token names no claw")
+        raise GatewayRefusal(422, "MISSING_FIELD", "clawId is required when the token names no claw")
     if who.claw_id is not None and claw_id != who.claw_id:
-        raise ApiError(403, "CLAW_MISMATCH", "envelope clawId differs from the token's claw")
+        raise GatewayRefusal(403, "CLAW_MISMATCH", "envelope clawId differs from the token's claw")
     policy = tenants.get(who.tenant)
     if policy is None:
-        raise ApiError(403, "UNKNOWN_TENANT", "the token's tenant is not configured")
+        raise GatewayRefusal(403, "UNKNOWN_TENANT", "the token's tenant is not configured")
     key_id = HMAC_PREFIX + next(iter(policy.operator_secrets), "none") if body.key_id is None else body.key_id
     signer: Signer | None = None
     signature = b""
     if body.signature is None:
         if who.claw_id is None:
-            raise ApiError(422, "MISSING_FIELD", "signature is required unless the token is bound to a claw")
+            raise GatewayRefusal(422, "MISSING_FIELD", "signature is required unless the token is bound to a claw")
         secret = policy.operator_secrets.get(key_id[len(HMAC_PREFIX) :]) if key_id.startswith(HMAC_PREFIX) else None
         if secret is None:
-            raise ApiError(422, "UNKNOWN_KEY", "no operator secret for that keyId")
+            raise GatewayRefusal(422, "UNKNOWN_KEY", "no operator secret for that keyId")
         # claw_id is the token's, already checked to be a clean id (projections.auth).
         signer = HmacSigner(key_id, derive_deployment_key(secret, who.tenant, claw_id))
     else:
         try:
             signature = base64.b64decode(body.signature, validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise ApiError(422, "INVALID_FIELD", "signature is not base64") from exc
+            raise GatewayRefusal(422, "INVALID_FIELD", "signature is not base64") from exc
     payload = _payload(body.type, body.payload)
     instance_id = f"{claw_id}-http" if body.instance_id is None else body.instance_id
     try:
@@ -154,14 +171,16 @@ def envelope_from_request(body: EnvelopeIn, who: Principal, tenants: Mapping[str
     except ValidationError as exc:
         raise _invalid(exc) from exc
     except ContractError as exc:
-        raise ApiError(422, exc.code, exc.detail) from exc
+        raise GatewayRefusal(422, exc.code, exc.detail) from exc
     size = len(encode_envelope(env))
     if size > MAX_RECORD_BYTES:
-        raise ApiError(413, "PAYLOAD_TOO_LARGE", f"the envelope encodes to {size} bytes; at most {MAX_RECORD_BYTES}")
+        raise GatewayRefusal(
+            413, "PAYLOAD_TOO_LARGE", f"the envelope encodes to {size} bytes; at most {MAX_RECORD_BYTES}"
+        )
     if signer is None:
         verifier = DeploymentKeys(tenants).resolve(who.tenant, claw_id, env.key_id)
         if verifier is None:
-            raise ApiError(401, "UNKNOWN_KEY", "the claw has no key with that keyId")
+            raise GatewayRefusal(401, "UNKNOWN_KEY", "the claw has no key with that keyId")
         if not verifier.verify(signing_bytes(writer_schema(env), env.unsigned().to_wire()), signature):
-            raise ApiError(401, "BAD_SIGNATURE", "signature does not verify")
+            raise GatewayRefusal(401, "BAD_SIGNATURE", "signature does not verify")
     return env

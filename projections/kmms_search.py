@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from psycopg_pool import AsyncConnectionPool
 
-from governance.kmms.bm25 import bm25, candidate_query, query_lexemes, term_frequencies
+from governance.kmms.bm25 import bm25, rare_terms
 from governance.kmms.feedback import feedback_order
 from governance.kmms.fusion import rrf
 from governance.kmms.voice import VoiceWeights
@@ -29,6 +29,9 @@ from projections.kmms_sql import (
     UNIT_SIMILARITIES,
     VOICED,
     Conn,
+    or_query,
+    query_lexemes,
+    term_frequencies,
     vector_literal,
 )
 from projections.queries import side_by_side
@@ -301,7 +304,8 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
     total, avg_len = (owners, avg_owners) if said else (units, avg_units)
     query, tsq = f"{_TSQ}, ", "qq.q"
     if prune and total >= EXACT_STATS_BELOW and COMMON_SHARE < 1:
-        rare = candidate_query(*await _lexemes_and_common(conn, p, said))
+        terms, common = await _lexemes_and_common(conn, p, said)
+        rare = or_query(rare_terms(terms, common))
         if rare is None:  # only common words: their candidates are the memory's most recent units, ranked by noise
             return []
         query, tsq, p = "", "%(rare)s::tsquery", {**p, "rare": rare}

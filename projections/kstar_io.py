@@ -1,5 +1,8 @@
 """Moving a KSTAR memory in and out: export to a ``kstar-bundle``, import one, and the writes
 both the HTTP API and the CLI publish (``kstar`` envelopes signed with the writing claw's key).
+The one implementation of export, import and a sync's push that ``hivemem export`` / ``import``
+(hivemem/kstar_cli.py) and the routes ``/kstar/v1/export``, ``/import``, ``/apply`` run, each on a
+connection it is given (``connect``): the waits for verdicts poll, so these run in a thread.
 
 Export reads the read model; import never writes Postgres itself: it publishes one ``kstar``
 operation per record (``origin`` IMPORT, ``originRef`` the bundle's checksum) and reports the
@@ -15,6 +18,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -27,6 +31,7 @@ from governance.signing import HmacSigner
 from producers.envelopes import build_envelope
 
 Conn = psycopg.Connection[tuple[Any, ...]]
+Tick = Callable[[int], None]
 SECTION_KIND = {"traces": "trace", "perceptions": "perception", "facts": "fact", "skills": "skill",
                 "control_tokens": "control_token"}  # fmt: skip
 KIND_SECTION = {v: k for k, v in SECTION_KIND.items()}
@@ -273,3 +278,70 @@ def collect_episode_verdicts(conn: Conn, tenant: str, event_ids: Sequence[str], 
         time.sleep(0.1)
     out["pending"] = len(left)
     return out
+
+
+def connect(db_url: str, tenant: str) -> Conn:
+    """A connection for one export, import or push, bound to ``tenant`` for the session."""
+    conn = psycopg.connect(db_url)
+    # Row-level security for the app role (the API's connection); harmless for the owner's (the CLI's).
+    conn.execute("SELECT set_config('hivemem.tenant', %s, false)", (tenant,))
+    return conn
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def export_document(conn: Conn, tenant: str, memory: str, flt: b.ExportFilter, signer: Any,
+                    passphrase: str | None, progress: Tick | None = None,
+                    episodes: bool = True) -> b.EncodedBundle:  # fmt: skip
+    """The memory's bundle and its file bytes (encrypted when a passphrase is given)."""
+    return export_memory(conn, tenant, memory, flt, b.Agent(memory, "claw", "hivemem-0.1.0"), now_iso(),
+                         signer=signer, passphrase=passphrase.encode() if passphrase else None,
+                         progress=progress, episodes=episodes)  # fmt: skip
+
+
+def progress_totals(plan: ImportPlan) -> tuple[int, int]:
+    """What an import's two bars count to: every envelope it sends (the records that differ, the
+    registrations and removals before them, the KMMS episodes told again), and the ones the kstar
+    processor judges (all but the episodes, which KMMS answers). Unchanged records are not sent."""
+    return len(plan.ops) + len(plan.episodes), len(plan.ops)
+
+
+def import_document(conn: Conn, writer: Writer, memory: str, plain: dict[str, Any], mode: str,
+                    types: Sequence[str] | None, publisher: Any, wait_s: float,
+                    sent: Tick | None = None, judged: Tick | None = None,
+                    checksum: str | None = None,
+                    totals: Callable[[int, int], None] | None = None) -> ImportResult:  # fmt: skip
+    """Verify (unless ``checksum`` says it was), plan, publish, and wait for the verdicts; the report
+    counts what was not sent as unchanged. ``totals`` hears what ``sent`` and ``judged`` will count
+    to, once the plan is made. ``conn`` is bound to the writer's tenant (``connect``)."""
+    plan = plan_import(conn, writer.tenant, memory, plain, mode, types, checksum)
+    conn.commit()  # not rollback: that would undo the tenant setting too
+    if totals is not None:
+        totals(*progress_totals(plan))
+    envs = [writer.envelope(p) for p in plan.ops]
+    told = [writer.envelope(e) for e in plan.episodes]
+    publish_all(publisher.publish_async, publisher.flush, envs + told, sent)
+    result = collect_verdicts(conn, writer.tenant, [e.event_id for e in envs], wait_s, judged)
+    if told:
+        result.episodes = collect_episode_verdicts(conn, writer.tenant, [e.event_id for e in told], wait_s)
+    result.unchanged += plan.unchanged
+    return result
+
+
+def apply_records(conn: Conn, writer: Writer, memory: str, records: Sequence[dict[str, Any]], origin_ref: str,
+                  publisher: Any, wait_s: float) -> ImportResult:  # fmt: skip
+    """A sync's push arriving: each record stored (origin SYNC, overwriting)."""
+    envs = []
+    for i, item in enumerate(records):
+        kind, rec = str(item.get("kind")), item.get("record")
+        if kind not in ("trace", "perception", "fact", "skill", "control_token") or not isinstance(rec, dict):
+            raise b.BundleError("KSTAR_INVALID_RECORD", f"records[{i}]: {{kind, record}} with a KSTAR kind")
+        rid = str(rec.get("token_id") if kind == "control_token" else rec.get("id"))
+        payload = KstarPayload(op_id=f"apply-{i}", memory=memory, op="STORE", kind=kind, record_id=rid,  # type: ignore[arg-type]
+                               document=document(rec), on_conflict="OVERWRITE", origin="SYNC",
+                               origin_ref=origin_ref[:1024])  # fmt: skip
+        envs.append(writer.envelope(payload))
+    publish_all(publisher.publish_async, publisher.flush, envs)
+    return collect_verdicts(conn, writer.tenant, [e.event_id for e in envs], wait_s)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from projections.auth import AuthError
+from projections.gateway import GatewayRefusal, describe_validation
 
 log = logging.getLogger("hivemem.api")
 
@@ -87,17 +88,14 @@ def error_bytes(code: str, detail: str) -> bytes:
     return json.dumps({"code": code, "detail": printable(detail)}).encode()
 
 
-def describe_validation(errors: list[Any]) -> str:
-    """``where: what`` of the first error of a pydantic/FastAPI validation failure."""
-    first = errors[0] if errors else {}
-    where = ".".join(str(p) for p in first.get("loc", ())) or "request"
-    return f"{where}: {first.get('msg', 'invalid')}"
-
-
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.code, exc.detail, exc.headers)
+
+    @app.exception_handler(GatewayRefusal)
+    async def _refused(_: Request, exc: GatewayRefusal) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.detail)
 
     @app.exception_handler(AuthError)
     async def _auth_error(_: Request, exc: AuthError) -> JSONResponse:

@@ -21,9 +21,9 @@ from governance.kmp.relations import RelationFacts, grade
 from governance.kmp.scope import ScopeError, resolve_scope
 from projections import kmp_queries as q
 from projections.auth import Principal
-from projections.gateway import EnvelopeIn, envelope_from_request
+from projections.gateway import EnvelopeIn, describe_validation, envelope_from_request
 from projections.http.context import Ctx
-from projections.http.errors import ApiError, describe_validation, error_responses
+from projections.http.errors import ApiError, error_responses
 from projections.http.kmp_metrics import KmpMetrics
 from projections.http.kmp_models import AskIn, DiagnoseIn, IngestIn, InspectIn, NavIn, TraceIn, WakeIn, WriteMemoryIn
 from projections.kmp_views import EntryView, NavError, Snapshot, TraceOut, View, Wake, move, trace, wake

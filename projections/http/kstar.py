@@ -12,7 +12,8 @@ No `from __future__ import annotations` here: FastAPI must see the real dependen
 import json
 import time
 import uuid
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -26,10 +27,12 @@ from governance.kstar import filters as f
 from governance.kstar import tokens as tk
 from governance.kstar.apply import iso, owns
 from governance.kstar.records import ControlToken, KstarRefusal, parse_record
+from projections import kstar_io as kio
 from projections import kstar_queries as q
 from projections.auth import Principal
+from projections.gateway import describe_validation
 from projections.http.context import Ctx
-from projections.http.errors import ApiError, describe_validation, error_responses
+from projections.http.errors import ApiError, error_responses
 from projections.http.kstar_models import (
     ApplyIn,
     ExportIn,
@@ -48,8 +51,10 @@ from projections.http.kstar_models import (
     WriteOut,
 )
 from projections.kstar_io import Writer, document
+from projections.kstar_sync import Remote, sync
 
 P = "/kstar/v1"
+T = TypeVar("T")
 _STATUS = {"TOKEN_NOT_FOUND": 404, "SKILL_NOT_FOUND": 404, "TOKEN_EXISTS": 409, "KSTAR_TRACE_IMMUTABLE": 409,
            "KSTAR_SKILL_NAME_TAKEN": 409, "DUPLICATE": 409, "REPLAYED": 409, "KSTAR_NOT_YOUR_MEMORY": 403,
            "CLAW_SUSPENDED": 403}  # fmt: skip
@@ -96,6 +101,16 @@ def router(ctx: Ctx) -> APIRouter:
     def writer(who: Principal) -> Writer:
         assert who.claw_id is not None  # memory_of(write=True) made sure
         return Writer(who.tenant, who.claw_id, deps.tenants[who.tenant])
+
+    async def on_connection(tenant: str, work: Callable[[kio.Conn], T]) -> T:
+        """``work`` in a worker thread, on a connection of the app role bound to ``tenant``: export, import
+        and sync (projections.kstar_io, projections.kstar_sync) are synchronous and poll for verdicts."""
+
+        def run() -> T:
+            with kio.connect(deps.app_db_url, tenant) as conn:
+                return work(conn)
+
+        return await run_in_threadpool(run)
 
     async def write(who: Principal, memory: str, op: str, kind: str, record_id: str, doc: dict[str, Any],
                     wait_ms: int, response: Response, shown: dict[str, Any] | None = None,
@@ -330,8 +345,6 @@ def router(ctx: Ctx) -> APIRouter:
     async def export_bundle(who: Who, body: ExportIn, memory: Mem = None) -> dict[str, Any]:
         """kstar:export_bundle — the memory as a kstar-bundle 1.0.0, signed with the claw's issuer key;
         control tokens only when includeTokens; encrypted (scrypt + AES-256-GCM) with a passphrase."""
-        from hivemem.kstar_cli import export_document  # the CLI's own path: one implementation
-
         m = memory_of(who, memory)
         types: frozenset[str] = frozenset(body.types) if body.types else frozenset(b.KINDS) - {"control_tokens"}
         if body.include_tokens:
@@ -341,8 +354,8 @@ def router(ctx: Ctx) -> APIRouter:
             flt = b.ExportFilter(types=types, include_tokens=body.include_tokens, date_from=body.date_from,
                                  date_to=body.date_to)  # fmt: skip
             flt.admits("traces", {"timestamp": "2000-01-01T00:00:00.000Z"})  # a bad from/to fails here, not later
-            enc = await run_in_threadpool(export_document, deps.app_db_url, who.tenant, m, flt, signer,
-                                          body.passphrase, None, body.include_episodes)  # fmt: skip
+            enc = await on_connection(who.tenant, lambda conn: kio.export_document(  # the CLI's too: one implementation
+                conn, who.tenant, m, flt, signer, body.passphrase, None, body.include_episodes))  # fmt: skip
         except b.BundleError as exc:
             raise _refused(exc) from exc
         except ValueError as exc:  # an unreadable from / to
@@ -363,16 +376,14 @@ def router(ctx: Ctx) -> APIRouter:
     async def import_bundle(who: Who, body: ImportIn, memory: Mem = None) -> dict[str, Any]:
         """kstar:import_bundle — merge (existing records win; each difference reported in `conflicts`) or
         replace (confirm=true). A tampered, wrongly signed or wrongly decrypted bundle is refused whole."""
-        from hivemem.kstar_cli import import_document
-
         m = memory_of(who, memory, write=True)
         if body.mode == "replace" and not body.confirm:
             raise ApiError(422, "CONFIRMATION_REQUIRED", "replace removes the memory's records first: send confirm")
         try:
             decoded = b.decode_bundle(json.dumps(body.bundle).encode(), (body.passphrase or "").encode() or None)
-            result = await run_in_threadpool(import_document, deps.app_db_url, writer(who), m, decoded.bundle,
-                                             body.mode, body.types, deps.publisher, body.wait_ms / 1000, None, None,
-                                             decoded.check.checksum)  # fmt: skip
+            result = await on_connection(who.tenant, lambda conn: kio.import_document(
+                conn, writer(who), m, decoded.bundle, body.mode, body.types, deps.publisher, body.wait_ms / 1000,
+                None, None, decoded.check.checksum))  # fmt: skip
         except b.BundleError as exc:
             raise _refused(exc) from exc
         return result.to_wire()
@@ -382,12 +393,10 @@ def router(ctx: Ctx) -> APIRouter:
     async def apply_pushed(who: Who, body: ApplyIn, memory: Mem = None) -> dict[str, Any]:
         """The remote side of a sync's push: each record stored with origin SYNC (the pushing side
         already settled conflicts by its policy; a revocation still sticks)."""
-        from hivemem.kstar_cli import apply_records
-
         m = memory_of(who, memory, write=True)
         try:
-            result = await run_in_threadpool(apply_records, deps.app_db_url, writer(who), m, body.records,
-                                             body.origin_ref, deps.publisher, 60.0)  # fmt: skip
+            result = await on_connection(who.tenant, lambda conn: kio.apply_records(
+                conn, writer(who), m, body.records, body.origin_ref, deps.publisher, 60.0))  # fmt: skip
         except b.BundleError as exc:
             raise _refused(exc) from exc
         return result.to_wire()
@@ -398,15 +407,14 @@ def router(ctx: Ctx) -> APIRouter:
         since the last sync, settle conflicts (traces local wins; facts and tokens remote wins; perceptions
         and skills local wins), apply, push, and remember where it got to. Answers {pulled, pushed,
         conflicts, retried, failed}."""
-        from hivemem.kstar_cli import sync_document
-
         m = memory_of(who, memory, write=True)
         url = urlsplit(body.remote_url)
         if url.scheme != "https" and not (url.scheme == "http" and url.hostname in ("127.0.0.1", "localhost", "::1")):
             raise ApiError(422, "SYNC_HTTPS_REQUIRED", "the remote must be https:// (plain http only on localhost)")
         try:
-            result = await run_in_threadpool(sync_document, deps.app_db_url, writer(who), m, body.remote_url,
-                                             body.remote_token, deps.publisher, body.wait_ms / 1000)  # fmt: skip
+            result = await on_connection(who.tenant, lambda conn: sync(
+                conn, writer(who), m, Remote(body.remote_url, body.remote_token), deps.publisher,
+                f"hivemem:{who.tenant}/{who.claw_id}", wait_s=body.wait_ms / 1000))  # fmt: skip
         except httpx.HTTPStatusError as exc:
             raise ApiError(502, "SYNC_REMOTE_REFUSED", f"the remote answered {exc.response.status_code}: "
                            f"{exc.response.text[:300]}") from exc  # fmt: skip

@@ -112,3 +112,17 @@ def test_unknown_arguments_are_refused_outside_bench(capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit) as done:
         cli.main(["bench"])
     assert done.value.code == 2
+
+
+def test_without_the_bench_package_hivemem_bench_says_it_is_a_dev_tool(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An install without bench/ (the benches are found by name, never imported by the product).
+    import sys
+
+    monkeypatch.setitem(sys.modules, "bench", None)
+    assert cli.benches() is None
+    assert "bench" in subparsers(cli.build_parser())
+    assert cli.main(["bench", "memory"]) == 2
+    out = flat(capsys.readouterr().out)
+    assert "NO_BENCHES" in out and "pip install -e '.[dev]'" in out

@@ -14,12 +14,12 @@ from psycopg_pool import AsyncConnectionPool
 from starlette.websockets import WebSocketDisconnect
 
 from contracts.topics import TopicNames
+from projections.api import create_app
 from projections.auth import mint_token
 from projections.dashboard.coalesce import TABLE_AREAS, Coalescer, parse_change
 from projections.dashboard.hub import Client, Hub
 from projections.dashboard.migration import WATCHED, dashboard_migration
 from projections.dashboard.snapshots import SNAPSHOTS
-from projections.http.app import create_app
 from projections.http.context import ApiDeps
 
 SECRET = b"s" * 32

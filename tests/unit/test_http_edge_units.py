@@ -25,8 +25,8 @@ from governance.signing import HmacSigner
 from producers import ClawClient, ConsistencyToken
 from producers.envelopes import build_envelope
 from projections.auth import AuthError, Principal, mint_token, verify_token
-from projections.gateway import MAX_RECORD_BYTES, EnvelopeIn, envelope_from_request
-from projections.http.errors import ApiError, printable
+from projections.gateway import MAX_RECORD_BYTES, EnvelopeIn, GatewayRefusal, envelope_from_request
+from projections.http.errors import printable
 from projections.http.governance import parse_instant
 from projections.http.limits import BodyLimit
 from projections.http.server import JsonH11Protocol
@@ -103,10 +103,29 @@ def test_gateway_signs_with_the_claws_deployment_key() -> None:
     ],
 )  # fmt: skip
 def test_gateway_refusals(body: dict[str, Any], status: int, code: str) -> None:
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(GatewayRefusal) as err:
         _gateway(**body)
     assert (err.value.status, err.value.code) == (status, code), err.value.detail
     assert MAX_RECORD_BYTES < 1_000_000  # librdkafka's default message.max.bytes
+
+
+def test_a_gateway_refusal_is_answered_in_the_one_error_shape() -> None:
+    # The gateway knows nothing of HTTP's error types; the HTTP layer's handler maps its refusal.
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from projections.http.errors import install_error_handlers
+
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.get("/refuse")
+    def refuse() -> None:
+        _gateway(type="presence", payload={}, tenant="other")
+
+    answer = TestClient(app).get("/refuse")
+    assert (answer.status_code, answer.json()) == (
+        403, {"code": "TENANT_MISMATCH", "detail": "envelope tenant differs from the token's tenant"})  # fmt: skip
 
 
 def test_instants() -> None:

@@ -7,13 +7,11 @@ topics contracts/topics.py names, one image, the probes' routes and the pods' se
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import shutil
 import subprocess
 import tomllib
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import kubernetes_validate
@@ -21,6 +19,7 @@ import pytest
 import yaml
 
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from hivemem import migrate_cli
 from hivemem.kafka_topics import output_topics
 from hivemem.services import PROCESSORS
 from streams.kafka import OUTPUT_MAX_BYTES
@@ -34,7 +33,6 @@ CUSTOM = {("kafka.strimzi.io/v1", "KafkaTopic"), ("postgresql.cnpg.io/v1", "Clus
 KUSTOMIZATION = ("kustomize.config.k8s.io/v1beta1", "Kustomization")
 IMAGE = "hivemem"
 SECRET = "hivemem-secrets"
-SCRIPTS_DIR = "/opt/hivemem/scripts"
 # Read by the Python runtime or libraries, not by HiveMem: each is explained in configmap.yaml.
 RUNTIME_ENV = {"PYTHONUNBUFFERED", "HOME"}
 # Without these a pod cannot work: no broker, no database, or per-pod random secrets.
@@ -125,14 +123,6 @@ def _env(container: Doc) -> dict[str, str | None]:
     for var in container.get("env", []):
         env[var["name"]] = var.get("value")
     return env
-
-
-def _load_script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"k8s_{name}", K8S / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_manifests_are_there() -> None:
@@ -275,32 +265,32 @@ def test_one_image_and_restricted_pods() -> None:
                 assert _quantity(res["requests"][r]) <= _quantity(res["limits"][r]), f"{name}: {r}"
 
 
-def test_scripts_run_from_the_generated_config_map() -> None:
-    (base,) = [k for p, k in KUSTOMIZATIONS if p.parent == K8S]
-    generated = {g["name"]: [Path(f).name for f in g["files"]] for g in base["configMapGenerator"]}
+def test_migrations_run_with_the_images_own_code() -> None:
+    # The Job and every Deployment's init container run hivemem.migrate_cli from the image: nothing mounted.
+    steps = {f"python -m hivemem.migrate_cli {step}" for step in migrate_cli.STEPS}
     for where, pod in _pod_specs():
-        scripts = [v for v in pod["volumes"] if v.get("configMap", {}).get("name") == "hivemem-scripts"]
-        for c in _containers(pod):
-            if c["command"][1].startswith(SCRIPTS_DIR):
-                assert Path(c["command"][1]).name in generated["hivemem-scripts"], where
-                assert any(m["mountPath"] == SCRIPTS_DIR and m["name"] == scripts[0]["name"]
-                           for m in c["volumeMounts"]), where  # fmt: skip
+        assert not [v for v in pod["volumes"] if "configMap" in v], where
+        for c in pod.get("initContainers", []):
+            assert " ".join(c["command"]) == "python -m hivemem.migrate_cli wait", where
     init = {c["name"] for d in _of(*WORKLOADS) for c in d["spec"]["template"]["spec"]["initContainers"]}
     assert init == {"wait-for-migrations"}, "every Deployment waits for the migrations"
     (job,) = _of("Job")
-    assert job["spec"]["template"]["spec"]["containers"][0]["command"][1] == f"{SCRIPTS_DIR}/migrate.py"
+    command = " ".join(job["spec"]["template"]["spec"]["containers"][0]["command"])
+    assert command == "python -m hivemem.migrate_cli migrate" and command in steps
+    (base,) = [k for p, k in KUSTOMIZATIONS if p.parent == K8S]
+    assert "configMapGenerator" not in base
 
 
-def test_migrate_script_checks_topics_and_partitions() -> None:
-    migrate = _load_script("migrate")
+def test_the_migrate_step_checks_topics_and_partitions() -> None:
     names = TopicNames().all_topics()
     ok = dict.fromkeys(names, DEFAULT_PARTITIONS)
-    assert migrate.topic_problems(ok, names) == []
+    assert migrate_cli.topic_problems(ok, names) == []
     broken = {**ok, names[0]: DEFAULT_PARTITIONS + 1}
     del broken[names[1]]
-    assert migrate.topic_problems(broken, names) == [f"{names[1]}: missing",
-                                                     f"{names[0]}: 4 partitions, HiveMem needs 3"]  # fmt: skip
-    assert _load_script("wait_for_migrations").POLL_S > 0
+    assert migrate_cli.topic_problems(broken, names) == [f"{names[1]}: missing",
+                                                         f"{names[0]}: 4 partitions, HiveMem needs 3"]  # fmt: skip
+    assert migrate_cli.POLL_S > 0
+    assert migrate_cli.main(["nope"]) == 2
 
 
 def test_api_is_served_probed_and_budgeted() -> None:

@@ -1,4 +1,4 @@
-"""BM25 over tsvector text: term lookup, idf, length normalisation."""
+"""BM25 over tsvector text: term lookup (projections.kmms_sql), idf, length normalisation (governance.kmms.bm25)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from governance.kmms.bm25 import K1, B, bm25, candidate_query, query_lexemes, quoted, term_frequencies
+from governance.kmms.bm25 import K1, B, bm25, rare_terms
+from projections.kmms_sql import or_query, query_lexemes, quoted, term_frequencies
 
 _ENTRY = re.compile(r"'((?:[^']|'')+)'(?::([\d,A-D]+))?")
 
@@ -56,10 +57,11 @@ def test_a_longer_unit_scores_lower_for_the_same_match() -> None:
 
 
 def test_candidates_leave_common_lexemes_out() -> None:
-    assert candidate_query(["show", "tortois", "favourit"], {"show", "favourit"}) == "'tortois'"
-    assert candidate_query(["show", "tortois"], set()) == "'show' | 'tortois'"
-    assert candidate_query(["show", "work"], {"show", "work", "get"}) is None  # nothing left to rank by
-    assert candidate_query([], set()) is None
+    assert rare_terms(["show", "tortois", "favourit"], {"show", "favourit"}) == ["tortois"]
+    assert or_query(rare_terms(["show", "tortois", "favourit"], {"show", "favourit"})) == "'tortois'"
+    assert or_query(rare_terms(["show", "tortois"], set())) == "'show' | 'tortois'"
+    assert or_query(rare_terms(["show", "work"], {"show", "work", "get"})) is None  # nothing left to rank by
+    assert or_query(rare_terms([], set())) is None
 
 
 def test_quoted_lexemes_parse_back() -> None:

@@ -9,7 +9,7 @@ import pytest
 from governance.kmms.consolidation import ConsolidationEngine, ScopeState
 from governance.kmms.phrasing import speaker_lines
 from governance.kmms.values import EpisodeText, Summary
-from inference.kmms_consolidator import consolidator_from_env
+from inference.kmms_backends import consolidator_from_env
 from inference.kmms_dates import episode_date, find_date
 from inference.kmms_llm import LlmConsolidator
 from inference.kmms_local import LocalConsolidator, owner_lines, sentence_facts

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hivemem.kstar_cli import progress_totals
-from projections.kstar_io import plan_import
+from projections.kstar_io import plan_import, progress_totals
 
 CHECKSUM = "sha256:" + "ab" * 32
 

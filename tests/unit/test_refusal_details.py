@@ -17,7 +17,7 @@ from governance.kstar.apply import MemoryView, decide
 from governance.kstar.domains import LEARNER_PROFILE, parse_schema, validate_fact, violation
 from governance.kstar.records import KstarRefusal, parse_record
 from governance.kstar.tokens import check_new_token, revoke
-from projections.http.errors import describe_validation
+from projections.gateway import describe_validation
 from projections.http.governance import parse_instant
 from projections.http.text_guard import body_problem, path_problem, query_problem
 from tests.unit.test_kstar_apply import TRACE, ctx, held, op

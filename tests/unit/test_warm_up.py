@@ -21,7 +21,7 @@ from inference.embedding_base import (
     EmbedderHealth,
     EmbeddingError,
 )
-from inference.kmms_consolidator import consolidator_from_env
+from inference.kmms_backends import consolidator_from_env
 from inference.openai_embeddings import OpenAIEmbedder
 from inference.pii_llm import classifier_from_env
 
