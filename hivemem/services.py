@@ -267,6 +267,7 @@ def run_api(settings: Settings) -> None:
         caml_audit=caml_out.audit,
         caml_status=caml_out.status,
         clam_llm=clam_llm(settings),
+        search=settings.search,
     )
     serve(create_app(deps), settings.api_host, settings.api_port)
 
