@@ -133,7 +133,7 @@ def clam_llm(settings: Settings) -> ClamLlm | None:
     from governance.clam.config import ClamConfig
     from inference.clam_llm import clam_llm_from_env
 
-    return clam_llm_from_env() if ClamConfig.from_mapping(settings.clam_config()).use_llm else None
+    return clam_llm_from_env(os.environ) if ClamConfig.from_mapping(settings.clam_config()).use_llm else None
 
 
 def clam_processor(settings: Settings) -> Processor:

@@ -74,6 +74,7 @@ class Settings:
     kafka_replication: int | None = None
     ready_max_lag: int = 10_000
     search: SearchConfig = DEFAULT_SEARCH  # the KMMS search's settings (search_config_from_env)
+    java_home: str | None = None  # JAVA_HOME: the JVM the local Kafka runs on (unset: java on PATH)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -93,6 +94,7 @@ class Settings:
             kafka_replication=int(os.environ.get("HIVEMEM_KAFKA_REPLICATION") or 0) or None,
             ready_max_lag=_at_least_zero("HIVEMEM_READY_MAX_LAG", os.environ.get("HIVEMEM_READY_MAX_LAG") or "10000"),
             search=search_config_from_env(os.environ),
+            java_home=os.environ.get("JAVA_HOME"),
         )
 
     def voting(self) -> VotingConfig:
