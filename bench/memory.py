@@ -454,7 +454,7 @@ def baseline(corpus: Corpus, console: Console) -> memory_baseline.Baseline:
         def step(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total, rate=f"{done / (time.perf_counter() - t0):6.1f}/s")
 
-        return memory_baseline.run(corpus, embedder_from_env(), progress=step)
+        return memory_baseline.run(corpus, embedder_from_env(os.environ), progress=step)
 
 
 def side_by_side(corpus: Corpus, runs: Sequence[ModeRun], base: memory_baseline.Baseline | None, k: int,

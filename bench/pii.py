@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"stage 2 throughput: {single:.0f} texts/s one at a time (p50 {pct(lat, 0.5):.1f} ms, p99 "
           f"{pct(lat, 0.99):.1f} ms), {batched:.0f} texts/s in batches of 32")  # fmt: skip
 
-    classifier = classifier_from_env()
+    classifier = classifier_from_env(os.environ)
     print(f"stage 3: {'LLM ' + classifier.endpoint if classifier else 'local rule (HIVEMEM_LLM_URL unset)'}")
     policy = PiiPolicy(escalation=args.policy)
     verdicts, latency = [], []

@@ -68,13 +68,14 @@ class LocalKafkaCluster:
 
     # Each node's heap: three of them, Postgres and the services fit a 2-core, 24 GiB machine
     # with room to spare; a test cluster's few partitions need far less.
-    def __init__(self, home: Path, size: int = 3, heap: str = "384m") -> None:
+    def __init__(self, home: Path, size: int = 3, heap: str = "384m", java_home: str | None = None) -> None:
         if size < 3:
             # Two voters cannot lose one and keep a quorum; a single node is LocalKafka.
             raise ValueError(f"a local cluster needs at least 3 nodes, not {size}")
         self.dir = home / "kafka-cluster"
         self.size = size
         self.heap = heap
+        self.java_home = java_home
         self.nodes: list[ClusterNode] = []
 
     @property
@@ -145,7 +146,7 @@ class LocalKafkaCluster:
         """Index of the active controller (the metadata quorum's leader). Kafka's admin API
         does not tell (in KRaft it names a random broker), so this asks Kafka's own tool."""
         out = subprocess.run(java_cmd("128m", "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server",
-                                      self.bootstrap, "describe", "--status"),
+                                      self.bootstrap, "describe", "--status", java_home=self.java_home),
                              check=True, capture_output=True, text=True, timeout=60).stdout  # fmt: skip
         for line in out.splitlines():
             name, _, value = line.partition(":")
@@ -203,8 +204,8 @@ class LocalKafkaCluster:
         node.dir.mkdir(parents=True, exist_ok=True)
         cfg = self._write_config(node)
         if not (node.dir / "data" / "meta.properties").exists():
-            format_storage(cfg, cluster_id, self.heap)
-        node.proc = spawn_broker(cfg, node.log_path, self.heap)
+            format_storage(cfg, cluster_id, self.heap, self.java_home)
+        node.proc = spawn_broker(cfg, node.log_path, self.heap, self.java_home)
 
     def _write_config(self, node: ClusterNode) -> Path:
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)

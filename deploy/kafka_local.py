@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import shutil
 import signal
 import socket
@@ -59,8 +58,8 @@ def port_free(port: int) -> bool:
         return True
 
 
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
+def _java(home: str | None) -> str:
+    """The JVM: ``$JAVA_HOME/bin/java`` when ``home`` (JAVA_HOME, read by hivemem.settings) has one, else on PATH."""
     if home and (Path(home) / "bin" / "java").exists():
         return str(Path(home) / "bin" / "java")
     found = shutil.which("java")
@@ -69,10 +68,10 @@ def _java() -> str:
     return found
 
 
-def java_cmd(heap: str, main: str, *args: str) -> list[str]:
-    """The JVM command line that runs ``main`` from the broker jars."""
+def java_cmd(heap: str, main: str, *args: str, java_home: str | None = None) -> list[str]:
+    """The JVM command line that runs ``main`` from the broker jars (the JVM of ``java_home``, else on PATH)."""
     libs = ensure_jars()
-    return [_java(), f"-Xmx{heap}", "-XX:+UseG1GC",
+    return [_java(java_home), f"-Xmx{heap}", "-XX:+UseG1GC",
             f"-Dlog4j2.configurationFile={HERE / 'log4j2.properties'}",
             "-cp", f"{libs}/*", main, *args]  # fmt: skip
 
@@ -84,17 +83,18 @@ def new_cluster_id() -> str:
     return cluster_id
 
 
-def format_storage(cfg: Path, cluster_id: str, heap: str) -> None:
+def format_storage(cfg: Path, cluster_id: str, heap: str, java_home: str | None = None) -> None:
     """Format a node's log dirs for ``cluster_id`` (a no-op if they already are)."""
     subprocess.run(java_cmd(heap, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(cfg),
-                            "--ignore-formatted"),
+                            "--ignore-formatted", java_home=java_home),
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
-def spawn_broker(cfg: Path, log_path: Path, heap: str) -> subprocess.Popen[bytes]:
+def spawn_broker(cfg: Path, log_path: Path, heap: str, java_home: str | None = None) -> subprocess.Popen[bytes]:
     """Start ``kafka.Kafka`` on ``cfg``; it dies with this process (parent-death signal)."""
     log = open(log_path, "ab")  # noqa: SIM115 - owned by the child process
-    return subprocess.Popen(java_cmd(heap, "kafka.Kafka", str(cfg)), stdout=log, stderr=subprocess.STDOUT,
+    return subprocess.Popen(java_cmd(heap, "kafka.Kafka", str(cfg), java_home=java_home), stdout=log,
+                            stderr=subprocess.STDOUT,
                             start_new_session=True, preexec_fn=die_with_parent)  # fmt: skip
 
 
@@ -113,9 +113,10 @@ def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 30.0) ->
 class LocalKafka:
     """One broker+controller node. ``start()`` returns the bootstrap address."""
 
-    def __init__(self, home: Path, heap: str = "768m") -> None:
+    def __init__(self, home: Path, heap: str = "768m", java_home: str | None = None) -> None:
         self.dir = home / "kafka"
         self.heap = heap
+        self.java_home = java_home
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.controller_port = 0
@@ -174,8 +175,8 @@ class LocalKafka:
         self._choose_ports()
         cfg = self._write_config()
         if not (self.dir / "data" / "meta.properties").exists():
-            format_storage(cfg, new_cluster_id(), self.heap)
-        self.proc = spawn_broker(cfg, self.dir / "broker.log", self.heap)
+            format_storage(cfg, new_cluster_id(), self.heap, self.java_home)
+        self.proc = spawn_broker(cfg, self.dir / "broker.log", self.heap, self.java_home)
         self._wait_ready(timeout)
         return self.bootstrap
 

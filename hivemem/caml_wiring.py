@@ -25,7 +25,7 @@ WAITED_OUT = frozenset({UPSTREAM_UNAVAILABLE, UPSTREAM_TIMEOUT})
 
 @cache
 def embedder() -> Embedder:
-    return embedder_from_env()
+    return embedder_from_env(os.environ)
 
 
 def warm(e: Embedder) -> Embedder:
@@ -55,7 +55,7 @@ def previous_embedder() -> Embedder | None:
     configured, or when it is the configured model itself."""
     from inference.embeddings import previous_embedder_from_env
 
-    e = previous_embedder_from_env()
+    e = previous_embedder_from_env(os.environ)
     return None if e is None or e.model_id == embedder().model_id else e
 
 
@@ -79,7 +79,7 @@ def pii_scanner() -> Scanner:
     from inference.ner import SpacyNer
     from inference.pii_llm import classifier_from_env
 
-    policy, ner, classifier = pii_policy(), SpacyNer(), classifier_from_env()
+    policy, ner, classifier = pii_policy(), SpacyNer(), classifier_from_env(os.environ)
     ner.warm_up()  # load the model now, not inside the first batch
 
     def run(text: str) -> PiiVerdict:

@@ -13,13 +13,13 @@ from processors.kmms_enricher import Enricher
 def enricher() -> Enricher:
     from inference.kmms_enrich import enricher_from_env
 
-    return enricher_from_env()
+    return enricher_from_env(os.environ)
 
 
 def consolidator() -> Consolidator:
     from inference.kmms_backends import consolidator_from_env
 
-    return consolidator_from_env()
+    return consolidator_from_env(os.environ)
 
 
 def consolidation_batch() -> int:

@@ -133,7 +133,7 @@ def clam_llm(settings: Settings) -> ClamLlm | None:
     from governance.clam.config import ClamConfig
     from inference.clam_llm import clam_llm_from_env
 
-    return clam_llm_from_env() if ClamConfig.from_mapping(settings.clam_config()).use_llm else None
+    return clam_llm_from_env(os.environ) if ClamConfig.from_mapping(settings.clam_config()).use_llm else None
 
 
 def clam_processor(settings: Settings) -> Processor:
@@ -267,6 +267,7 @@ def run_api(settings: Settings) -> None:
         caml_audit=caml_out.audit,
         caml_status=caml_out.status,
         clam_llm=clam_llm(settings),
+        search=settings.search,
     )
     serve(create_app(deps), settings.api_host, settings.api_port)
 

@@ -11,7 +11,11 @@ Kafka nodes ``hivemem up`` starts when no bootstrap is given: 1, or 3 or more fo
 cluster; default 1), ``HIVEMEM_KAFKA_REPLICATION`` (replication factor of the topics HiveMem
 creates; unset: the local cluster's size, or the broker count up to 3), ``HIVEMEM_READY_MAX_LAG``
 (a processor more records behind than this is flagged ``behind`` in /readyz, which stays 200;
-default 10000).
+default 10000). The KMMS search's ``HIVEMEM_KMMS_*`` settings (docs/kmms.md, "Settings") are read here too, into
+one ``SearchConfig`` (``search_config_from_env``).
+
+Settings are read once, here, into typed values that the composition root (hivemem/) passes down: no module of
+the product packages reads the environment (tests/unit/test_settings_once.py).
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import os
 import secrets
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +35,11 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from contracts.topics import TopicNames
 from governance.identity import HmacVerifier, TenantPolicy
+from governance.kmms.voice import VoiceWeights
 from governance.signing import HmacSigner
 from governance.voting import VotingConfig
+from projections.kmms_config import DEFAULT as DEFAULT_SEARCH
+from projections.kmms_config import SearchConfig
 
 APP_ROLE = "hivemem_app"
 
@@ -64,6 +73,8 @@ class Settings:
     kafka_brokers: int = 1
     kafka_replication: int | None = None
     ready_max_lag: int = 10_000
+    search: SearchConfig = DEFAULT_SEARCH  # the KMMS search's settings (search_config_from_env)
+    java_home: str | None = None  # JAVA_HOME: the JVM the local Kafka runs on (unset: java on PATH)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -82,6 +93,8 @@ class Settings:
             kafka_brokers=_kafka_brokers(os.environ.get("HIVEMEM_KAFKA_BROKERS", "1")),
             kafka_replication=int(os.environ.get("HIVEMEM_KAFKA_REPLICATION") or 0) or None,
             ready_max_lag=_at_least_zero("HIVEMEM_READY_MAX_LAG", os.environ.get("HIVEMEM_READY_MAX_LAG") or "10000"),
+            search=search_config_from_env(os.environ),
+            java_home=os.environ.get("JAVA_HOME"),
         )
 
     def voting(self) -> VotingConfig:
@@ -136,6 +149,58 @@ def _at_least_zero(name: str, raw: str) -> int:
     if n < 0:
         raise ValueError(f"{name} must be 0 or more, not {n}")
     return n
+
+
+def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
+    """The KMMS search's settings from ``env`` (docs/kmms.md, "Settings"); a variable unset takes
+    ``projections.kmms_config.DEFAULT``'s value. A value that is not a number is refused, naming its variable."""
+    d = DEFAULT_SEARCH
+
+    def num(name: str, default: float) -> float:
+        raw = env.get(name)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(f"{name} must be a number, not {raw!r}") from None
+        if math.isnan(value):
+            raise ValueError(f"{name} must be a number, not {raw!r}")
+        return value
+
+    def whole(name: str, default: int) -> int:
+        raw = env.get(name)
+        if raw is None:
+            return default
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"{name} must be an integer, not {raw!r}") from None
+
+    said = env.get("HIVEMEM_KMMS_SAID_TEXT")
+    voice = VoiceWeights(asked=num("HIVEMEM_KMMS_VOICE_ASKED", d.voice.asked),
+                         told=num("HIVEMEM_KMMS_VOICE_TOLD", d.voice.told),
+                         reply=num("HIVEMEM_KMMS_VOICE_REPLY", d.voice.reply))  # fmt: skip
+    return SearchConfig(
+        text_weight=num("HIVEMEM_KMMS_TEXT_WEIGHT", d.text_weight),
+        rrf_k=whole("HIVEMEM_KMMS_RRF_K", d.rrf_k),
+        voice=voice,
+        # Any value but 0, false or no turns it on.
+        said_text=d.said_text if said is None else said.strip() not in ("0", "false", "no"),
+        split_window=whole("HIVEMEM_KMMS_SPLIT_WINDOW", d.split_window),
+        feedback_beta=num("HIVEMEM_KMMS_FEEDBACK", d.feedback_beta),
+        common_share=num("HIVEMEM_KMMS_COMMON_LEXEME", d.common_share),
+        recency=num("HIVEMEM_KMMS_RECENCY", d.recency),
+        same_topic=num("HIVEMEM_KMMS_SAME_TOPIC", d.same_topic),
+        fact_topic=num("HIVEMEM_KMMS_FACT_TOPIC", d.fact_topic),
+        change_similarity=num("HIVEMEM_KMMS_NAMED_CHANGE", d.change_similarity),
+        window_margin=num("HIVEMEM_KMMS_WINDOW_MARGIN", d.window_margin),
+        drill_similarity=num("HIVEMEM_KMMS_DRILL", d.drill_similarity),
+        drill_weight=num("HIVEMEM_KMMS_DRILL_WEIGHT", d.drill_weight),
+        tau=num("HIVEMEM_KMMS_TAU", d.tau),
+        abstain_below=num("HIVEMEM_KMMS_ABSTAIN", d.abstain_below),
+        statement_weight=num("HIVEMEM_KMMS_STATEMENT", d.statement_weight),
+    )
 
 
 def running_endpoints(home: Path) -> dict[str, str]:

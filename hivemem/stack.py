@@ -92,12 +92,12 @@ class Stack:
         if not bootstrap:
             check_local_log(s.home, s.kafka_brokers)
         if not bootstrap and s.kafka_brokers > 1:
-            self.kafka_cluster = LocalKafkaCluster(s.home, s.kafka_brokers)
+            self.kafka_cluster = LocalKafkaCluster(s.home, s.kafka_brokers, java_home=s.java_home)
             bootstrap = self.kafka_cluster.start()
             replication = replication or self.kafka_cluster.size
             say(f"Kafka (KRaft, local cluster of {s.kafka_brokers}) on {bootstrap}")  # type: ignore[operator]
         elif not bootstrap:
-            self.kafka = LocalKafka(s.home)
+            self.kafka = LocalKafka(s.home, java_home=s.java_home)
             bootstrap = self.kafka.start()
             say(f"Kafka (KRaft, local) on {bootstrap}")  # type: ignore[operator]
         if not db:

@@ -19,7 +19,6 @@ calls the model again.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Literal
@@ -217,9 +216,8 @@ def render_with_fallback(llm: ClamLlm | None, triples: Iterable[Triple], languag
         return render(graph, language), FALLBACK
 
 
-def clam_llm_from_env(env: Mapping[str, str] | None = None, client: httpx.Client | None = None) -> ClamLlm | None:
+def clam_llm_from_env(env: Mapping[str, str], client: httpx.Client | None = None) -> ClamLlm | None:
     """The CLAM LLM at HIVEMEM_LLM_URL (HIVEMEM_LLM_MODEL, HIVEMEM_LLM_API_KEY, HIVEMEM_LLM_TIMEOUT), or None."""
-    env = os.environ if env is None else env
     url = env.get("HIVEMEM_LLM_URL", "").strip()
     if not url:
         return None

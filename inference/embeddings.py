@@ -17,7 +17,6 @@ While the model is being changed (docs/kmms.md, "Changing the embedding model"),
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from inference.embedding_base import (
@@ -57,7 +56,7 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
-def embedder_from_env(env: Mapping[str, str] = os.environ) -> Embedder:
+def embedder_from_env(env: Mapping[str, str]) -> Embedder:
     """The configured back-end; nothing is loaded or contacted until first use."""
     url = env.get("HIVEMEM_EMBEDDINGS_URL", "").strip()
     if url:
@@ -76,7 +75,7 @@ def embedder_from_env(env: Mapping[str, str] = os.environ) -> Embedder:
     return MiniLmEmbedder(threads=int(threads))
 
 
-def previous_embedder_from_env(env: Mapping[str, str] = os.environ) -> Embedder | None:
+def previous_embedder_from_env(env: Mapping[str, str]) -> Embedder | None:
     """The model a switch moves away from (``HIVEMEM_EMBEDDINGS_PREVIOUS=local`` or ``..._PREVIOUS_URL`` and
     ``..._PREVIOUS_MODEL``), or None when no switch is under way."""
     flag = env.get(PREVIOUS, "").strip().lower()

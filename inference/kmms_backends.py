@@ -12,16 +12,14 @@ Environment (``consolidator_from_env``):
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from inference.kmms_consolidator import DEFAULT_LLM_MODEL, Consolidator
 
 
-def consolidator_from_env(env: Mapping[str, str] | None = None, prompt_prefix: str | None = None) -> Consolidator:
+def consolidator_from_env(env: Mapping[str, str], prompt_prefix: str | None = None) -> Consolidator:
     """The LLM back-end when HIVEMEM_LLM_URL is set, else the local deterministic one. ``prompt_prefix`` (an
     org's custom instructions) wins over HIVEMEM_KMMS_PROMPT_PREFIX."""
-    env = os.environ if env is None else env
     url = env.get("HIVEMEM_LLM_URL", "").strip()
     if not url:
         from inference.kmms_local import LocalConsolidator

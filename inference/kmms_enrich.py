@@ -30,7 +30,6 @@ Shared by both:
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -298,10 +297,9 @@ class LocalEnricher:
         return out
 
 
-def enricher_from_env(env: Mapping[str, str] | None = None) -> Enricher:
+def enricher_from_env(env: Mapping[str, str]) -> Enricher:
     """``HIVEMEM_KMMS_NER=spacy`` (default) -> LocalEnricher; ``fast`` -> FastEnricher. When spaCy or its model
     package is not installed, the spaCy choice falls back to the fast path."""
-    env = os.environ if env is None else env
     choice = env.get("HIVEMEM_KMMS_NER", "spacy").strip().lower() or "spacy"
     if choice == "fast":
         return FastEnricher()

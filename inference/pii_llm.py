@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import threading
 from collections.abc import Mapping
@@ -109,8 +108,7 @@ class LlmSettings:
     timeout_s: float = 10.0
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> LlmSettings | None:
-        env = os.environ if env is None else env
+    def from_env(cls, env: Mapping[str, str]) -> LlmSettings | None:
         url = env.get("HIVEMEM_LLM_URL", "").strip()
         if not url:
             return None
@@ -195,7 +193,7 @@ class LlmImplicitClassifier:
         return None
 
 
-def classifier_from_env(env: Mapping[str, str] | None = None) -> LlmImplicitClassifier | None:
+def classifier_from_env(env: Mapping[str, str]) -> LlmImplicitClassifier | None:
     """The configured stage-3 classifier, or None when HIVEMEM_LLM_URL is unset (the local rule then decides)."""
     settings = LlmSettings.from_env(env)
     return LlmImplicitClassifier(settings) if settings else None

@@ -4,20 +4,19 @@ and each episode's best round for the question, bounded in time like the first s
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from typing import Any
 
 from governance.kmms.drill import FactCandidate, evidence_order, facts_to_drill, merge_drilled
 from governance.kmms.fusion import RRF_K
+from projections.kmms_config import SearchConfig
 from projections.kmms_search import Memory, NodeRow, UnitHit, unit_hit
 from projections.kmms_sql import UNIT_SIMILARITIES, Conn, vector_literal
 
-# A fact drills when its similarity to the question is at least this (> 1: off); docs/kmms.md, "Retrieval". On
-# bench memory the facts that answer a question sit at 0.27-0.65, others up to 0.37: 0.50 changed nothing.
-DRILL_SIMILARITY = float(os.environ.get("HIVEMEM_KMMS_DRILL", "2"))
+# A fact drills when its similarity to the question is at least ``SearchConfig.drill_similarity`` (> 1: off), its
+# episodes fused with weight ``SearchConfig.drill_weight``; docs/kmms.md, "Retrieval". On bench memory the facts
+# that answer a question sit at 0.27-0.65, others up to 0.37: 0.50 changed nothing.
 DRILL_FACTS = 2  # at most this many facts drill
-DRILL_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_DRILL_WEIGHT", "1.0"))  # as a reciprocal-rank list; vectors: 1.0
 
 
 async def _evidence(conn: Conn, p: dict[str, Any]) -> tuple[dict[str, list[str]], dict[str, UnitHit]]:
@@ -59,16 +58,17 @@ async def _evidence(conn: Conn, p: dict[str, Any]) -> tuple[dict[str, list[str]]
 
 
 async def drill_facts(conn: Conn, m: Memory, ranked: list[UnitHit], nodes: list[NodeRow], kind: str, as_of: int,
-                      vector: list[float] | None, model: str, voices: dict[str, float]) -> list[UnitHit]:  # fmt: skip
+                      vector: list[float] | None, model: str, voices: dict[str, float], *,
+                      cfg: SearchConfig) -> list[UnitHit]:  # fmt: skip
     """``ranked`` (one best round per episode, in order) with the evidence of the question's best facts merged in
     (``governance.kmms.drill``). ``kind`` is the temporal intent: on a question about the present a fact's
     superseded version drills too, on one about a past moment the version that superseded it. A round's
     similarity is read as the first stage reads it (``vector``, ``model``, the voices' adjustments); episodes
-    after ``as_of`` never join."""
-    if vector is None or DRILL_SIMILARITY > 1:
+    after ``as_of`` never join. ``cfg``: the drill's threshold and weight."""
+    if vector is None or cfg.drill_similarity > 1:
         return ranked
     chosen = facts_to_drill([FactCandidate(n.node_id, n.layer, n.fact_key, n.similarity) for n in nodes],
-                            DRILL_SIMILARITY, DRILL_FACTS)  # fmt: skip
+                            cfg.drill_similarity, DRILL_FACTS)  # fmt: skip
     if not chosen:
         return ranked
     by_id = {n.node_id: n for n in nodes}
@@ -86,5 +86,5 @@ async def drill_facts(conn: Conn, m: Memory, ranked: list[UnitHit], nodes: list[
             after.setdefault(e, set()).update(x for x in own if x != e)
     have = best | {u.episode_id: u for u in ranked}  # an episode ranked already keeps its round and score
     merged = merge_drilled([(u.episode_id, u.fused) for u in ranked], [e for e in order if e in have], RRF_K,
-                           DRILL_WEIGHT, after)  # fmt: skip
+                           cfg.drill_weight, after)  # fmt: skip
     return [replace(have[e], fused=s) for e, s in merged]

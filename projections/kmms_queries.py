@@ -32,13 +32,12 @@ from governance.kmms.strength import is_forgotten, strength_at
 from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
 from governance.kmms.voice import addressee
+from projections.kmms_config import DEFAULT, SearchConfig
 from projections.kmms_context import cited_sessions
 from projections.kmms_drill import drill_facts
 from projections.kmms_own_similarity import own_similarities
-from projections.kmms_rerank import RECENCY, best_units, first_stage, named_changes, newest_first, outdated_facts
+from projections.kmms_rerank import best_units, first_stage, named_changes, newest_first, outdated_facts
 from projections.kmms_search import (
-    SAID_TEXT,
-    VOICE,
     Memory,
     Mode,
     NodeRow,
@@ -242,7 +241,9 @@ def _hit_from_unit(u: UnitHit, now: int) -> MemoryHit:
                      valid_from=u.occurred_at, logged_at=u.logged_at)  # fmt: skip
 
 
-async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> SearchResult:
+async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: SearchConfig = DEFAULT) -> SearchResult:
+    """``sp`` searched in memory ``m`` with the ranking's settings ``cfg`` (projections/kmms_config.py; the API
+    passes the ones read at its start, ``ApiDeps.search``)."""
     started = time.perf_counter()
     now = int(time.time() * 1000)
     as_of = sp.as_of if sp.as_of is not None else now
@@ -258,33 +259,33 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams) -> Sear
     async with tenant_tx(pool, m.tenant) as conn:
         terms = await known_terms(conn, m, sp.query)
         # A question about the user's life: the voices' prior, and full text over what the user said.
-        voices, said = VOICE.adjustments(sp.query), addressee(sp.query) == "user" and SAID_TEXT
+        voices, said = cfg.voice.adjustments(sp.query), addressee(sp.query) == "user" and cfg.said_text
         units = await first_stage(conn, pool, m, sp.vector, sp.model, text, sp.mode, bound, start, as_of,
-                                  4 * sp.k + 20, voices, said)  # fmt: skip
+                                  4 * sp.k + 20, voices, said, cfg=cfg)  # fmt: skip
         flt, params = node_filter(intent, as_of)
-        nodes = await node_candidates(conn, m, sp.vector, sp.model, text, sp.mode, flt, params, 3 * sp.k)
+        nodes = await node_candidates(conn, m, sp.vector, sp.model, text, sp.mode, flt, params, 3 * sp.k, cfg=cfg)
         if not nodes and intent.kind == "CURRENT":  # X-15: only superseded content matches
             nodes = await node_candidates(conn, m, sp.vector, sp.model, text, sp.mode,
                                           "n.event_time <= %(as_of)s AND n.valid_from <= %(as_of)s",
-                                          {"as_of": as_of}, 3 * sp.k)  # fmt: skip
+                                          {"as_of": as_of}, 3 * sp.k, cfg=cfg)  # fmt: skip
             fallback = bool(nodes)
         if intent.kind == "EVOLUTION":  # the best facts' whole version chains, each in time order
             keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))
             chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)
             nodes = [*chains, *(n for n in nodes if n.layer != 2)]
-        every = best_units(units, RECENCY if current_query else 0.0)
+        every = best_units(units, cfg.recency if current_query else 0.0)
         ranked = every[: sp.k]
         outdated: dict[str, int] = {}  # fact node id -> the index in ranked of a later hit on its topic
         if intent.kind == "CURRENT":
-            ranked, pairs = await newest_first(conn, m, sp.model, ranked)
-            outdated = await outdated_facts(conn, m, ranked, pairs, nodes)
+            ranked, pairs = await newest_first(conn, m, sp.model, ranked, cfg.same_topic)
+            outdated = await outdated_facts(conn, m, ranked, pairs, nodes, cfg.fact_topic)
             ranked, outdated = await named_changes(conn, m, ranked, nodes, outdated, as_of, sp.k, sp.vector, sp.model,
-                                                   voices)  # fmt: skip
+                                                   voices, cfg.change_similarity)  # fmt: skip
         # The question's best facts bring the episodes they were read from (L2 -> L4); a fact a later hit may
         # have changed does not.
         later = {f: ranked[j].episode_id for f, j in outdated.items()}
         ranked = (await drill_facts(conn, m, [*ranked, *every[sp.k:]], [n for n in nodes if n.node_id not in later],
-                                    intent.kind, as_of, sp.vector, sp.model, voices))[: sp.k]  # fmt: skip
+                                    intent.kind, as_of, sp.vector, sp.model, voices, cfg=cfg))[: sp.k]  # fmt: skip
         if sp.own_vector is not None and sp.vector is not None:
             ranked, nodes = await own_similarities(conn, m, sp.model, sp.own_vector, voices, ranked, nodes)
         cited = await cited_sessions(conn, m, [n.node_id for n in nodes])

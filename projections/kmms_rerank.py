@@ -5,7 +5,6 @@ fact a later hit may have changed) and the later rounds naming a fact's value (`
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -21,6 +20,7 @@ from governance.kmms.recency import (
     newest_first_within_topics,
     topics_of,
 )
+from projections.kmms_config import DEFAULT, SearchConfig
 from projections.kmms_search import (
     Memory,
     Mode,
@@ -34,25 +34,18 @@ from projections.kmms_search import (
 from projections.kmms_sql import UNIT_SIMILARITIES, vector_literal
 from projections.queries import side_by_side
 
-RECENCY = float(os.environ.get("HIVEMEM_KMMS_RECENCY", "0"))  # docs/kmms.md, "Retrieval"
-# Two hits whose vectors are this similar tell of the same thing (> 1: off); docs/kmms.md, "Retrieval".
-SAME_TOPIC = float(os.environ.get("HIVEMEM_KMMS_SAME_TOPIC", "2"))
-# A current fact and a later hit this similar: the later one may have changed the fact (> 1: off).
-FACT_TOPIC = float(os.environ.get("HIVEMEM_KMMS_FACT_TOPIC", "0.30"))
-
+# The thresholds of the rules below are settings (projections/kmms_config.py; docs/kmms.md, "Retrieval"): two hits
+# this similar tell of the same thing (``same_topic``), a current fact and a later hit this similar (``fact_topic``),
+# the newest candidate's gain on a question about the present (``recency``), a window's margin (``window_margin``).
 
 # A current fact's value named with a change word by what its owner said later (``recency.later_change``): the
-# facts looked at are those of at least this similarity to the question (> 1: off), at most CHANGE_FACTS of them,
-# and of each the CHANGE_CANDIDATES latest rounds naming its value are read.
-CHANGE_SIMILARITY = float(os.environ.get("HIVEMEM_KMMS_NAMED_CHANGE", "0.30"))
+# facts looked at are those of at least ``SearchConfig.change_similarity`` to the question (> 1: off), at most
+# CHANGE_FACTS of them, and of each the CHANGE_CANDIDATES latest rounds naming its value are read.
 CHANGE_FACTS, CHANGE_CANDIDATES = 2, 10
 
 
-# A round from outside a question's time window this much more similar than the window's best comes first.
-WINDOW_MARGIN = float(os.environ.get("HIVEMEM_KMMS_WINDOW_MARGIN", "0.15"))
-
-
-def window_first(window: list[UnitHit], rest: list[UnitHit], margin: float = WINDOW_MARGIN) -> list[UnitHit]:
+def window_first(window: list[UnitHit], rest: list[UnitHit],
+                 margin: float = DEFAULT.window_margin) -> list[UnitHit]:  # fmt: skip
     """A time window's rounds first, then the rest of time's (a loose or misread date phrase must not cost the
     evidence). A round of the rest whose voice-adjusted similarity beats the window's best by ``margin`` comes
     before them: "What sport was I doing in June?" is answered by the April round that set it ("my main sport
@@ -68,20 +61,21 @@ def window_first(window: list[UnitHit], rest: list[UnitHit], margin: float = WIN
 
 async def first_stage(conn: Any, pool: AsyncConnectionPool, m: Memory, vector: list[float] | None, model: str,
                       text: str, mode: Mode, bound: int, start: int | None, as_of: int, n: int,
-                      voices: dict[str, float], said: bool) -> list[UnitHit]:  # fmt: skip
+                      voices: dict[str, float], said: bool, *, cfg: SearchConfig) -> list[UnitHit]:  # fmt: skip
     """The first stage's ``n`` best units up to ``bound`` (from ``start``); for a time window (``start``, or a
     ``bound`` before ``as_of``), the window's, then the rest of time's up to ``as_of`` (``window_first``), the two
     searched side by side on two of the pool's connections when it has one to spare."""
-    window = unit_candidates(conn, m, vector, model, text, mode, bound, start, n, pool, voices, said)
+    window = unit_candidates(conn, m, vector, model, text, mode, bound, start, n, pool, voices, said, cfg=cfg)
     if start is None and bound >= as_of:
         return await window
 
     async def rest_of_time(c: Any) -> list[UnitHit]:
-        return await unit_candidates(c, m, vector, model, text, mode, as_of, None, n, voices=voices, said=said)
+        return await unit_candidates(c, m, vector, model, text, mode, as_of, None, n, voices=voices, said=said,
+                                     cfg=cfg)  # fmt: skip
 
     if spare(pool):
-        return window_first(*await side_by_side(conn, pool, m.tenant, window, rest_of_time))
-    return window_first(await window, await rest_of_time(conn))
+        return window_first(*await side_by_side(conn, pool, m.tenant, window, rest_of_time), cfg.window_margin)
+    return window_first(await window, await rest_of_time(conn), cfg.window_margin)
 
 
 def best_units(units: list[UnitHit], recency: float = 0.0) -> list[UnitHit]:
@@ -99,14 +93,15 @@ def best_units(units: list[UnitHit], recency: float = 0.0) -> list[UnitHit]:
     return ranked
 
 
-async def newest_first(conn: Any, m: Memory, model: str,
-                       ranked: list[UnitHit]) -> tuple[list[UnitHit], dict[tuple[str, str], float]]:  # fmt: skip
+async def newest_first(conn: Any, m: Memory, model: str, ranked: list[UnitHit],
+                       same_topic: float) -> tuple[list[UnitHit], dict[tuple[str, str], float]]:  # fmt: skip
     """Hits about the same thing take their places newest first; returned with the similarities of their units
-    (keyed (a, b), a < b), for ``outdated_facts``."""
-    if len(ranked) < 2 or SAME_TOPIC > 1:
+    (keyed (a, b), a < b), for ``outdated_facts``. Hits at least ``same_topic`` similar are about the same thing
+    (> 1: off)."""
+    if len(ranked) < 2 or same_topic > 1:
         return ranked, {}
     pairs = await unit_similarities(conn, m, model, [u.unit_id for u in ranked])
-    order = newest_first_within_topics([u.occurred_at for u in ranked], _similar(ranked, pairs), SAME_TOPIC)
+    order = newest_first_within_topics([u.occurred_at for u in ranked], _similar(ranked, pairs), same_topic)
     return [ranked[i] for i in order], pairs
 
 
@@ -119,12 +114,12 @@ def _similar(ranked: list[UnitHit], pairs: dict[tuple[str, str], float]) -> Call
 
 
 async def outdated_facts(conn: Any, m: Memory, ranked: list[UnitHit], pairs: dict[tuple[str, str], float],
-                         facts: list[NodeRow]) -> dict[str, int]:  # fmt: skip
+                         facts: list[NodeRow], fact_topic: float) -> dict[str, int]:  # fmt: skip
     """Current L2 facts that a later hit on their topic may have changed (``governance.kmms.recency``): node id ->
     the index in ``ranked`` of that hit. A fact's episodes are its sources, or its sources' sources (an L3
-    summary's episodes)."""
+    summary's episodes). A later hit at least ``fact_topic`` similar is on the fact's topic (> 1: off)."""
     facts = [f for f in facts if f.layer == 2 and f.status == "CURRENT"]
-    if not facts or not pairs or FACT_TOPIC > 1:
+    if not facts or not pairs or fact_topic > 1:
         return {}
     sources = sorted({s for f in facts for s in f.source_ids})
     cur = await conn.execute("SELECT node_id, source_ids FROM kmms.kmms_nodes WHERE tenant = %s AND node_id = ANY(%s)",
@@ -137,7 +132,7 @@ async def outdated_facts(conn: Any, m: Memory, ranked: list[UnitHit], pairs: dic
     )
     at = {str(r[0]): int(str(r[1])) for r in await cur.fetchall()}
     hits = [(u.episode_id, u.occurred_at, u.text, u.similarity) for u in ranked]
-    topic = topics_of(len(ranked), _similar(ranked, pairs), FACT_TOPIC)
+    topic = topics_of(len(ranked), _similar(ranked, pairs), fact_topic)
     out: dict[str, int] = {}
     for f in facts:
         eps = episodes[f.node_id]
@@ -150,17 +145,18 @@ async def outdated_facts(conn: Any, m: Memory, ranked: list[UnitHit], pairs: dic
 
 async def named_changes(conn: Any, m: Memory, ranked: list[UnitHit], nodes: list[NodeRow], outdated: dict[str, int],
                         as_of: int, k: int, vector: list[float] | None, model: str,
-                        voices: dict[str, float]) -> tuple[list[UnitHit], dict[str, int]]:  # fmt: skip
-    """On a question about the present, the question's best current facts (``CHANGE_SIMILARITY``) each with the
-    newest later round whose owner names the fact's value with a change word ("forget Severance, I'm obsessed
+                        voices: dict[str, float],
+                        change_similarity: float) -> tuple[list[UnitHit], dict[str, int]]:  # fmt: skip
+    """On a question about the present, the question's best current facts (``change_similarity``; > 1: off) each
+    with the newest later round whose owner names the fact's value with a change word ("forget Severance, I'm obsessed
     with Fleabag now"; ``recency.later_change``), found by the value's words: one statement. Such a round joins
     ``ranked`` (in its first ``k``) before the first hit naming the value, and the fact is outdated by it
     (``outdated``: node id -> index in the returned ranking)."""
-    if CHANGE_SIMILARITY > 1:
+    if change_similarity > 1:
         return ranked, outdated
     current = [n for n in nodes if n.layer == 2 and n.status == "CURRENT" and n.fact_value and n.valid_until is None]
     chosen = facts_to_drill([FactCandidate(n.node_id, n.layer, n.fact_key, n.similarity) for n in current],
-                            CHANGE_SIMILARITY, CHANGE_FACTS)  # fmt: skip
+                            change_similarity, CHANGE_FACTS)  # fmt: skip
     if not chosen:
         return ranked, outdated
     by_id = {n.node_id: n for n in current}

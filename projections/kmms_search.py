@@ -10,7 +10,6 @@ is after ``bound`` (the caller's ``as_of``) is ever a candidate.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 from governance.kmms.bm25 import bm25, rare_terms
 from governance.kmms.feedback import feedback_order
 from governance.kmms.fusion import rrf
-from governance.kmms.voice import VoiceWeights
+from projections.kmms_config import DEFAULT, SearchConfig
 from projections.kmms_sql import (
     FAMILY,
     FEEDBACK_MEAN,
@@ -37,24 +36,15 @@ from projections.kmms_sql import (
 from projections.queries import side_by_side
 
 Mode = Literal["hybrid", "vector", "text"]
-# The first stage's fusion (docs/kmms.md, "Retrieval"): reciprocal rank with constant RRF_K, the full-text ranking
-# weighted TEXT_WEIGHT against the vectors' 1. Chosen on LoCoMo's 1,532 questions (text 2 : vector 1, k = 10: session
-# recall@5 0.855 with the other rules off; the seed's k = 60 and weight 0.25 gave 0.714), reported on LongMemEval-S.
-TEXT_WEIGHT = float(os.environ.get("HIVEMEM_KMMS_TEXT_WEIGHT", "2.0"))
-RRF_K = int(os.environ.get("HIVEMEM_KMMS_RRF_K", "10"))
-# The voices' distance adjustments on a question about the user (docs/kmms.md, "Retrieval"; 0: off).
-VOICE = VoiceWeights(asked=float(os.environ.get("HIVEMEM_KMMS_VOICE_ASKED", "0")),
-                     told=float(os.environ.get("HIVEMEM_KMMS_VOICE_TOLD", "0")),
-                     reply=float(os.environ.get("HIVEMEM_KMMS_VOICE_REPLY", "0")))  # fmt: skip
-# On a question about the user's life, full text ranks the words the user said only (0: every word of a unit).
-SAID_TEXT = os.environ.get("HIVEMEM_KMMS_SAID_TEXT", "0").strip() not in ("0", "false", "no")
+# The first stage's fusion (docs/kmms.md, "Retrieval"): reciprocal rank with constant ``SearchConfig.rrf_k``, the
+# full-text ranking weighted ``SearchConfig.text_weight`` against the vectors' 1 (projections/kmms_config.py).
 EXACT_WINDOW = 20_000  # a time window holding at most this many units is ranked by exact distance
-# ... and one of at least this many, in two halves side by side when the pool has a connection to spare.
-SPLIT_WINDOW = int(os.environ.get("HIVEMEM_KMMS_SPLIT_WINDOW", "4000"))
+# ... and one of at least ``SearchConfig.split_window``, in two halves side by side when the pool has a connection
+# to spare.
 NEAREST_FIRST, NEAREST_MAX = 1_000, 256_000  # a large memory's nearest vectors read before the time filter
 # Pseudo-relevance feedback (governance/kmms/feedback.py; docs/kmms.md, "Retrieval"): the candidates ranked again by
-# the question moved toward its FEEDBACK_TOP best (beta; 0: off), that ranking fused with weight FEEDBACK_WEIGHT.
-FEEDBACK_BETA = float(os.environ.get("HIVEMEM_KMMS_FEEDBACK", "0"))
+# the question moved toward its FEEDBACK_TOP best (``SearchConfig.feedback_beta``; 0: off), that ranking fused with
+# weight FEEDBACK_WEIGHT.
 FEEDBACK_TOP, FEEDBACK_WEIGHT = 3, 1.0
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
 _TSQ = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
@@ -82,9 +72,9 @@ class UnitHit:
     voiced: float = 0.0  # its best vector's similarity less its voice's adjustment: what ranked it
 
 
-def _weights(rankings: list[list[str]], mode: Mode) -> list[float] | None:
-    """RRF weights: hybrid with both rankings gives the full-text one ``TEXT_WEIGHT``."""
-    return [1.0, TEXT_WEIGHT] if mode == "hybrid" and len(rankings) == 2 else None
+def _weights(rankings: list[list[str]], mode: Mode, text_weight: float) -> list[float] | None:
+    """RRF weights: hybrid with both rankings gives the full-text one ``text_weight``."""
+    return [1.0, text_weight] if mode == "hybrid" and len(rankings) == 2 else None
 
 
 async def _ranked(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
@@ -94,11 +84,12 @@ async def _ranked(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
 
 async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
                           bound: int, start: int | None, n: int, pool: AsyncConnectionPool | None = None,
-                          voices: dict[str, float] | None = None, said: bool = False) -> list[UnitHit]:  # fmt: skip
+                          voices: dict[str, float] | None = None, said: bool = False, *,
+                          cfg: SearchConfig) -> list[UnitHit]:  # fmt: skip
     """The ``n`` best units by the fused ranking, within [start, bound] of event time. Given the ``pool``,
     a large time window's exact ranking may use a second connection of it (``_window_ranking``). The vector
     ranking adds ``voices`` (``VoiceWeights.adjustments`` of the question) to each vector's distance; with
-    ``said``, full text ranks the words the memory's owner said only."""
+    ``said``, full text ranks the words the memory's owner said only. ``cfg``: the search's settings."""
     lo = start if start is not None else -(2**62)
     v = voices or {}
     p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
@@ -118,25 +109,27 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             # A window of few units: each unit's exact best distance (its own vector or a sentence's). The HNSW
             # scan below would walk the whole memory's nearest vectors to find the window's (250-340 ms for the
             # 7,000-12,000 units of a weekend at 100,000 episodes; this: 60-100 ms).
-            ranked = await _window_ranking(conn, pool, m.tenant, where, p, window)
+            ranked = await _window_ranking(conn, pool, m.tenant, where, p, window, cfg.split_window)
         elif wants_text and pool is not None and spare(pool):
             # Full text on a connection of its own, side by side with the nearest vectors (one core each).
             side = dict(p)
             ranked, by_text = await side_by_side(conn, pool, m.tenant, _nearest(conn, where, p, 3 * n, window),
-                                                 lambda c: _bm25_units(c, side, prune=True, said=said))  # fmt: skip
+                                                 lambda c: _bm25_units(c, side, prune=True, said=said,
+                                                                       common_share=cfg.common_share))  # fmt: skip
         else:
             ranked = await _nearest(conn, where, p, 3 * n, window)
         rankings.append(list(dict.fromkeys(ranked))[:n])
     if wants_text:
-        rankings.append(by_text if by_text is not None else await _bm25_units(conn, p, prune=bool(rankings),
-                                                                               said=said))  # fmt: skip
-    fused = rrf(rankings, k=RRF_K, weights=_weights(rankings, mode))[:n]
+        if by_text is None:
+            by_text = await _bm25_units(conn, p, prune=bool(rankings), said=said, common_share=cfg.common_share)
+        rankings.append(by_text)
+    fused = rrf(rankings, k=cfg.rrf_k, weights=_weights(rankings, mode, cfg.text_weight))[:n]
     if not fused:
         return []
     p["ids"] = [u for u, _ in fused]
     sims, fb = UNIT_SIMILARITIES if "q" in p else "NULL::float8[]", ""
-    if "q" in p and FEEDBACK_BETA > 0 and len(fused) > 2:  # the moved question's similarities, in the same read
-        p |= {"beta": FEEDBACK_BETA, "top": p["ids"][:FEEDBACK_TOP]}
+    if "q" in p and cfg.feedback_beta > 0 and len(fused) > 2:  # the moved question's similarities, in the same read
+        p |= {"beta": cfg.feedback_beta, "top": p["ids"][:FEEDBACK_TOP]}
         sims, fb = FEEDBACK_SIMILARITIES, f", {FEEDBACK_MEAN}"
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
@@ -165,8 +158,8 @@ def _third(sims: Any) -> float | None:
 
 # A large memory's full-text candidates are selected by its query's lexemes that fewer than this share of the
 # units hold (kmms.common_lexemes, migration 24), and ranked by those: a lexeme a fiftieth of the units hold
-# means reading all of them (60-90 ms at 400,000 units) for a term BM25 weighs at next to nothing. 1: off.
-COMMON_SHARE = float(os.environ.get("HIVEMEM_KMMS_COMMON_LEXEME", "0.01"))
+# means reading all of them (60-90 ms at 400,000 units) for a term BM25 weighs at next to nothing
+# (``SearchConfig.common_share``; 1: off).
 _common: dict[bool, tuple[float, frozenset[str]]] = {}  # said? -> (monotonic time read, the lexemes)
 BM25_CANDIDATES = 2_000  # units holding a query lexeme, ranked in Python; a memory's recent ones first
 # BM25's corpus statistics (units, average length) of a memory are read exactly while it is small; a large
@@ -234,13 +227,13 @@ def spare(pool: AsyncConnectionPool) -> bool:
 
 
 async def _window_ranking(conn: Conn, pool: AsyncConnectionPool | None, tenant: str, where: str, p: dict[str, Any],
-                          window: int) -> list[str]:  # fmt: skip
+                          window: int, split: int = DEFAULT.split_window) -> list[str]:  # fmt: skip
     """A time window's units by exact distance. Each unit costs an index probe per vector id and a distance
     (about 4.5 us; 50-70 ms for the 12,000-18,000 units of a weekend at 100,000 episodes), and Postgres will
-    not plan this in parallel. So a window of ``SPLIT_WINDOW`` units or more, when the pool has a connection to
+    not plan this in parallel. So a window of ``split`` units or more, when the pool has a connection to
     spare, is ranked as two halves of time side by side, one core each, and the halves' best are merged: the
     same units in the same order (ties on distance by unit id)."""
-    if pool is None or window < SPLIT_WINDOW or not spare(pool):
+    if pool is None or window < split or not spare(pool):
         return [u for u, _ in await _exact(conn, where, p)]
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.occurred_at FROM kmms.kmms_units u WHERE {where} ORDER BY u.occurred_at OFFSET %(half)s LIMIT 1",
@@ -262,15 +255,17 @@ async def _window_units(conn: Conn, where: str, p: dict[str, Any]) -> int:
     return int(str(row[0])) if row else 0
 
 
-async def _lexemes_and_common(conn: Conn, p: dict[str, Any], said: bool) -> tuple[list[str], frozenset[str]]:
-    """The query's lexemes, and the common ones (``COMMON_SHARE``; the set is read once a minute)."""
+async def _lexemes_and_common(conn: Conn, p: dict[str, Any], said: bool,
+                              common_share: float) -> tuple[list[str], frozenset[str]]:  # fmt: skip
+    """The query's lexemes, and the common ones (held by more than ``common_share`` of the units; the set is read
+    once a minute)."""
     cur = await conn.execute("SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')", p)
     row = await cur.fetchone()
     terms = query_lexemes(str(row[0])) if row else []
     read_at, common = _common.get(said, (-1e9, frozenset()))
     if terms and time.monotonic() - read_at > STATS_TTL_S:
         fn = "common_said_lexemes" if said else "common_lexemes"
-        cur = await conn.execute(f"SELECT kmms.{fn}(%s::real)", (COMMON_SHARE,))
+        cur = await conn.execute(f"SELECT kmms.{fn}(%s::real)", (common_share,))
         common = frozenset(str(r[0]) for r in await cur.fetchall())
         _common[said] = (time.monotonic(), common)
     return terms, common
@@ -294,17 +289,19 @@ async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float, int,
     return got
 
 
-async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: bool = False) -> list[str]:
+async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: bool = False,
+                      common_share: float = DEFAULT.common_share) -> list[str]:  # fmt: skip
     """Units by BM25; with ``prune`` (a vector ranking stands beside it), a large memory's common lexemes left
-    out (``COMMON_SHARE``). Full text alone (mode ``text``) keeps every lexeme: it is all there is. With ``said``,
-    over the words the memory's owner said in each unit only (``kmms_units.said``, migration 27)."""
+    out (those more than ``common_share`` of its units hold). Full text alone (mode ``text``) keeps every lexeme:
+    it is all there is. With ``said``, over the words the memory's owner said in each unit only
+    (``kmms_units.said``, migration 27)."""
     # Through kmms.unit_text_matches (migration 20) or unit_said_matches (27): under row-level security a plain
     # query could not use the text index. They apply the same memory, time and thread conditions as ``where``.
     units, avg_units, owners, avg_owners = await _corpus_stats(conn, p)
     total, avg_len = (owners, avg_owners) if said else (units, avg_units)
     query, tsq = f"{_TSQ}, ", "qq.q"
-    if prune and total >= EXACT_STATS_BELOW and COMMON_SHARE < 1:
-        terms, common = await _lexemes_and_common(conn, p, said)
+    if prune and total >= EXACT_STATS_BELOW and common_share < 1:
+        terms, common = await _lexemes_and_common(conn, p, said, common_share)
         rare = or_query(rare_terms(terms, common))
         if rare is None:  # only common words: their candidates are the memory's most recent units, ranked by noise
             return []
@@ -367,7 +364,8 @@ def node_of(r: tuple[object, ...], fused: float = 0.0, similarity: float = 0.0) 
 
 
 async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
-                          time_filter: str, params: dict[str, Any], n: int) -> list[NodeRow]:  # fmt: skip
+                          time_filter: str, params: dict[str, Any], n: int, *,
+                          cfg: SearchConfig) -> list[NodeRow]:  # fmt: skip
     """The ``n`` best L1–L3 nodes passing ``time_filter`` (SQL over ``n.``), by the fused ranking."""
     p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n, **params}
     where = f"n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s AND {time_filter}"
@@ -383,7 +381,7 @@ async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
         rankings.append(await _ranked(conn, (
             f"SELECT n.node_id FROM kmms.kmms_nodes n, {_TSQ} WHERE {where} AND n.tsv @@ qq.q "
             "ORDER BY ts_rank_cd(n.tsv, qq.q, 32) DESC, n.node_id LIMIT %(n)s"), p))  # fmt: skip
-    fused = rrf(rankings, k=RRF_K, weights=_weights(rankings, mode))[:n]
+    fused = rrf(rankings, k=cfg.rrf_k, weights=_weights(rankings, mode, cfg.text_weight))[:n]
     if not fused:
         return []
     p["ids"] = [u for u, _ in fused]

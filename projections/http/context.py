@@ -23,6 +23,7 @@ from governance.identity import TenantPolicy
 from projections.auth import Principal, verify_token
 from projections.http.errors import ApiError
 from projections.http.limits import MAX_TOKEN, Clean
+from projections.kmms_config import DEFAULT, SearchConfig
 from projections.queries import ConsistencyTimeout, ForeignToken, wait_consistent
 
 MAX_WAIT_MS = 30_000
@@ -56,6 +57,7 @@ class ApiDeps:
     caml_audit: Callable[[CamlAuditEntry], None] | None = None  # appends to hivemem.caml.audit
     caml_status: Callable[[CamlEvent], None] | None = None  # publishes to hivemem.caml.status (acked)
     clam_llm: Any = None  # inference.clam_llm.ClamLlm for /clam/v1/knowledge?renderer=llm (None: local only)
+    search: SearchConfig = DEFAULT  # the KMMS search's settings (hivemem/settings.py: search_config_from_env)
 
 
 class Consistency(BaseModel):

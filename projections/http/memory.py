@@ -5,7 +5,6 @@ inside it); a token without a claw cannot address a memory.
 No `from __future__ import annotations` here: FastAPI must see the real dependency types.
 """
 
-import os
 import time
 import uuid
 from datetime import UTC, datetime
@@ -127,10 +126,10 @@ def router(ctx: Ctx) -> APIRouter:
     Who = Annotated[Principal, Depends(ctx.principal)]
     Wait = Annotated[int, Query(alias="waitMs", ge=0, le=30_000, description=WAIT_DOC)]
     deps = ctx.deps
-    tau = float(os.environ.get("HIVEMEM_KMMS_TAU", q.TAU))
-    abstain = float(os.environ.get("HIVEMEM_KMMS_ABSTAIN", q.ABSTAIN_BELOW))
+    cfg = deps.search  # the search's settings, read once at the API's start (hivemem/settings.py)
+    tau, abstain = cfg.tau, cfg.abstain_below
     # The question's statement form's share of its search vector (governance/kmms/statement.py; 0: off).
-    statement_weight = float(os.environ.get("HIVEMEM_KMMS_STATEMENT", "0"))
+    statement_weight = cfg.statement_weight
     old, new = (deps.previous_embedder.model_id, deps.embedder.model_id) if deps.previous_embedder else ("", "")
     serving = ServingModel(deps.embedder, deps.previous_embedder,
                            lambda m: switch.caught_up(ctx.pool, m.tenant, old, new),
@@ -196,7 +195,7 @@ def router(ctx: Ctx) -> APIRouter:
         vector = blended or own
         params = q.SearchParams(body.query, vector, model, body.k, _ms(body.as_of), body.mode, tau, abstain,
                                 own if blended else None)  # fmt: skip
-        result = await q.search(ctx.pool, m, params)
+        result = await q.search(ctx.pool, m, params, cfg)
         served_by = model if vector is not None else None
         return result.model_copy(update={"embedding_model": served_by, "degraded": degraded})
 

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
-import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.voice import VoiceWeights
+from hivemem.settings import search_config_from_env
 from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient, SearchResult
 from projections.auth import mint_token
+from projections.kmms_config import SearchConfig
 from tests.conftest import wait_until
 
 
@@ -96,20 +99,27 @@ async def unit_vectors(conn: Any, claw: str, n: int) -> tuple[str, list[list[flo
 
 
 # The ranking rules that public data did not support are off by default (docs/kmms.md, "How the ranking was chosen"):
-# each is a setting read at import. A test of one searches in process with the setting on, on the stack's read model.
+# each is a setting (projections/kmms_config.py: SearchConfig's fields, here). A test of one searches in process with
+# the setting on, on the stack's read model (``with_rules``).
 RULES_ON: dict[str, dict[str, Any]] = {
-    "feedback": {"projections.kmms_search.FEEDBACK_BETA": 0.5},
-    "voices": {
-        "projections.kmms_queries.VOICE": VoiceWeights(asked=0.10, told=0.10, reply=0.20),
-        "projections.kmms_queries.SAID_TEXT": True,
-    },
-    "newest_first": {"projections.kmms_rerank.SAME_TOPIC": 0.45, "projections.kmms_queries.RECENCY": 0.05},
-    "drill": {"projections.kmms_drill.DRILL_SIMILARITY": 0.35},
+    "feedback": {"feedback_beta": 0.5},
+    "voices": {"voice": VoiceWeights(asked=0.10, told=0.10, reply=0.20), "said_text": True},
+    "newest_first": {"same_topic": 0.45, "recency": 0.05},
+    "drill": {"drill_similarity": 0.35},
     # The fusion the rules above were written with, before public data chose text 2 : vector 1 with k = 10.
-    "seed_fusion": {"projections.kmms_search.TEXT_WEIGHT": 0.25, "projections.kmms_search.RRF_K": 60},
+    "seed_fusion": {"text_weight": 0.25, "rrf_k": 60},
 }
 # Every rule on, as they were written (for bench/memory_corpus.py): the scenario each rule's test was built on.
 SEED_RULES = ("feedback", "voices", "newest_first", "drill", "seed_fusion")
+
+
+def with_rules(rules: Sequence[str] = ()) -> SearchConfig:
+    """The search's settings of this process's environment (as the API reads its own at start), with the named
+    ``RULES_ON`` turned on."""
+    changes: dict[str, Any] = {}
+    for rule in rules:
+        changes.update(RULES_ON[rule])
+    return replace(search_config_from_env(os.environ), **changes)
 
 
 def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: int, as_of: str, *,
@@ -118,7 +128,6 @@ def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: i
     """``question`` searched as the API would (the question embedded here by the same model, blended with its
     statement form by ``statement``), with the named ``RULES_ON`` turned on: a ``projections.kmms_queries``
     SearchResult (times in epoch ms)."""
-    import importlib
     from datetime import datetime
 
     from governance.kmms.statement import question_vectors
@@ -130,16 +139,13 @@ def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: i
     at = int(datetime.fromisoformat(as_of.replace("Z", "+00:00")).timestamp() * 1000)
     own, blended = question_vectors(emb.embed_query, q.content_query(question, at), statement)
 
+    cfg = with_rules(rules)
+
     async def run() -> Any:
-        with pytest.MonkeyPatch.context() as mp:
-            for rule in rules:
-                for dotted, value in RULES_ON[rule].items():
-                    module, name = dotted.rsplit(".", 1)
-                    mp.setattr(importlib.import_module(module), name, value)
-            async with app_pool(stack, max_size=2) as pool:
-                vector = None if mode == "text" else blended or own
-                params = q.SearchParams(question, vector, emb.model_id, k, at, mode,  # type: ignore[arg-type]
-                                        own_vector=own if blended and vector else None)  # fmt: skip
-                return await q.search(pool, Memory(tenant, claw, user_id), params)
+        async with app_pool(stack, max_size=2) as pool:
+            vector = None if mode == "text" else blended or own
+            params = q.SearchParams(question, vector, emb.model_id, k, at, mode,  # type: ignore[arg-type]
+                                    own_vector=own if blended and vector else None)  # fmt: skip
+            return await q.search(pool, Memory(tenant, claw, user_id), params, cfg)
 
     return asyncio.run(run())

@@ -206,7 +206,6 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
         return await exact(conn, where, p)
 
     monkeypatch.setattr(kmms_search, "_exact", counted)
-    monkeypatch.setattr(kmms_search, "SPLIT_WINDOW", 2)
 
     async def ranking(max_size: int, use_pool: bool) -> tuple[list[str], int]:
         calls.clear()
@@ -216,7 +215,7 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
                  "v_told": -0.1, "v_reply": 0.2}  # fmt: skip
             window = await kmms_search._window_units(conn, where, p)
             units = await kmms_search._window_ranking(conn, pool if use_pool else None, "mem-b", where, p,
-                                                      window)  # fmt: skip
+                                                      window, split=2)  # fmt: skip
             return units, len(calls)
 
     single, one = asyncio.run(ranking(2, use_pool=False))

@@ -18,13 +18,13 @@ from producers.memory_client import Hit, MemoryClient
 from projections.kmms_search import NODE_COLUMNS, Memory, NodeRow, UnitHit, node_of
 from tests.conftest import wait_until
 from tests.integration.kmms_support import (
-    RULES_ON,
     SEED_RULES,
     app_pool,
     converse,
     memory,
     search_in_process,
     unit_vectors,
+    with_rules,
 )
 
 pytestmark = pytest.mark.integration
@@ -78,12 +78,12 @@ def _drill(stack: Stack, node_ids: list[str], ranked: list[UnitHit], kind: str, 
             # The fact's own vector as the question's: similarity 1, so it drills.
             nodes: list[NodeRow] = [node_of(rows[n], similarity=1.0) for n in node_ids]
             floats = [float(x) for x in str(vector).strip("[]").split(",")]
+            # The drill is an opt-in rule (docs/kmms.md): searched with it on.
             return await kmms_drill.drill_facts(conn, Memory("mem-b", CLAW, "rui"), ranked, nodes, kind,
-                                                _ms(as_of), floats, str(model), {})  # fmt: skip
+                                                _ms(as_of), floats, str(model), {},
+                                                cfg=with_rules(["drill"]))  # fmt: skip
 
-    with pytest.MonkeyPatch.context() as mp:  # the drill is an opt-in rule (docs/kmms.md)
-        mp.setattr(kmms_drill, "DRILL_SIMILARITY", RULES_ON["drill"]["projections.kmms_drill.DRILL_SIMILARITY"])
-        return asyncio.run(run())
+    return asyncio.run(run())
 
 
 def test_the_current_fact_brings_its_episode_then_the_superseded_versions(
@@ -128,7 +128,8 @@ def _first_stage(stack: Stack, pool_size: int, start: str | None, bound: str, as
     """The first stage (``kmms_rerank.first_stage``) for "Where do I live?" on a pool of ``pool_size``: one
     connection leaves none to spare, so every part runs one after the other on it."""
     from projections.kmms_rerank import first_stage
-    from projections.kmms_search import VOICE
+
+    cfg = with_rules()
     from projections.queries import tenant_tx
 
     question = "Where do I live?"
@@ -138,7 +139,7 @@ def _first_stage(stack: Stack, pool_size: int, start: str | None, bound: str, as
             model, (floats,) = await unit_vectors(conn, CLAW, 1)
             units = await first_stage(conn, pool, Memory("mem-b", CLAW, "rui"), floats, model, "live",
                                       "hybrid", _ms(bound), None if start is None else _ms(start), _ms(as_of),
-                                      30, VOICE.adjustments(question), True)  # fmt: skip
+                                      30, cfg.voice.adjustments(question), True, cfg=cfg)  # fmt: skip
             return [(u.unit_id, round(u.fused, 9)) for u in units]
 
     return asyncio.run(run())

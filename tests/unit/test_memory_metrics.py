@@ -211,7 +211,7 @@ def test_harness_runs_end_to_end_on_a_fake_memory(monkeypatch: pytest.MonkeyPatc
         def embed_query(self, text: str) -> list[float]:
             return [text.lower().count(c) + 0.01 for c in "abcdefghijklmnopqrstuvwxyz"]
 
-    monkeypatch.setattr("inference.embeddings.embedder_from_env", Letters)
+    monkeypatch.setattr("inference.embeddings.embedder_from_env", lambda env: Letters())
     out = tmp_path / "memory.txt"
     dump = tmp_path / "dump.jsonl"
     argv = ["--users", "2", "--modes", "text,vector", "--probes", "3", "--out", str(out), "--dump", str(dump)]
