@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from governance.kstar import bundle as b
 from governance.kstar.tokens import issuer_key
 from hivemem.settings import Settings
-from projections.kstar_io import Writer, connect, export_document, import_document
+from projections.kstar_io import Writer, connect, export_document, import_document, write_document
 
 
 def _bar(console: Console, what: str) -> Progress:
@@ -64,7 +64,7 @@ def run_export(settings: Settings, args: argparse.Namespace, console: Console) -
                                   passphrase.decode() if passphrase else None,
                                   lambda n: bar.advance(task, n), episodes)  # fmt: skip
     out = Path(args.output)
-    b.write_document(out, enc.data)  # atomic, mode 600: a memory is personal data
+    write_document(out, enc.data)  # atomic, mode 600: a memory is personal data
     stats = enc.bundle["statistics"]
     console.print(f"wrote {out} ({out.stat().st_size} bytes){' encrypted' if passphrase else ''}; {stats}")
     return 0

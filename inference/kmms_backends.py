@@ -1,4 +1,4 @@
-"""The KMMS consolidator back-end chosen by the environment (the interface is ``inference.kmms_consolidator``).
+"""The KMMS consolidator back-end chosen by the environment (its interface: governance.kmms.consolidation).
 
 A module of its own: it imports both back-ends, which import the interface.
 
@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from inference.kmms_consolidator import DEFAULT_LLM_MODEL, Consolidator
+from governance.kmms.consolidation import Consolidator
+from inference.kmms_consolidator import DEFAULT_LLM_MODEL
 
 
 def consolidator_from_env(env: Mapping[str, str], prompt_prefix: str | None = None) -> Consolidator:

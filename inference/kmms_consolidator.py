@@ -1,8 +1,8 @@
-"""The KMMS consolidator back-end interface (its factory is ``inference.kmms_backends``).
+"""What the KMMS consolidator back-ends share besides their interface: their errors and the default LLM model
+(the interface is ``governance.kmms.consolidation.Consolidator``; the factory ``inference.kmms_backends``).
 
 A back-end writes the text of L3 summaries, L2 facts and L1 abstractions and classifies contradictions; the
-rules of what becomes a node live in ``governance.kmms.consolidation`` (whose ``Consolidator`` Protocol this
-one mirrors, structurally). Two back-ends:
+rules of what becomes a node live in ``governance.kmms.consolidation``. Two back-ends:
 
 - ``inference.kmms_local.LocalConsolidator`` (``model_id`` "local-v1"): deterministic, no model; the default.
 - ``inference.kmms_llm.LlmConsolidator`` (``model_id`` "llm:<model>"): an OpenAI-compatible chat endpoint,
@@ -10,11 +10,6 @@ one mirrors, structurally). Two back-ends:
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping, Sequence
-from typing import Protocol
-
-from governance.kmms.values import ContradictionClass, EpisodeText, ExtractedFact, Summary
 
 DEFAULT_LLM_MODEL = "smollm2"
 
@@ -27,18 +22,3 @@ class ConsolidationError(RuntimeError):
 class ConsolidatorUnavailable(ConsolidationError):
     """The LLM server was down or busy on every attempt: an outage, which the processor waits out at its
     stored offset (``streams.processor.Outage``) instead of recording a failure."""
-
-
-class Consolidator(Protocol):
-    model_id: str  # recorded with every output, e.g. "local-v1" or "llm:smollm2"
-
-    def summarize(self, entity: str, topic: str, window: str, episodes: Sequence[EpisodeText],
-                  previous: Summary | None) -> Summary: ...  # fmt: skip
-
-    def extract_facts(self, entity: str, summary: Summary, episodes: Sequence[EpisodeText],
-                      existing: Mapping[str, str]) -> list[ExtractedFact]: ...  # fmt: skip
-
-    def classify(self, key: str, old_value: str, new_value: str, old_quote: str,
-                 new_quote: str) -> ContradictionClass: ...  # fmt: skip
-
-    def abstract(self, entity: str, facts: Sequence[tuple[str, str]]) -> str: ...

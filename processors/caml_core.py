@@ -21,15 +21,15 @@ import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from contracts.avro import decode_envelope, encode_rejection
+from contracts.avro import decode_envelope
 from contracts.caml_records import CamlEvent, decode_caml, encode_caml
-from contracts.models import Envelope, ObservationPayload, Rejection, ValidationPayload
+from contracts.models import Envelope, ObservationPayload, ValidationPayload
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
 from governance.caml.engine import CamlEngine, CamlState, Judged, Outcome, Scanner
 from governance.caml.reputation import ReputationConfig
-from governance.gate import RecordMeta, derived_event_id
+from governance.gate import RecordMeta
 from processors.caml_store import CamlStore, InMemoryCamlStore, PostgresCamlStore
-from processors.gate_core import meta_of
+from processors.refusals import stage_rejection
 from streams.offsets import Conn
 from streams.processor import PROCESSING_ERROR, Failure
 from streams.records import LogRecord, OutRecord
@@ -103,16 +103,8 @@ class CamlCore:
         return outs
 
     def _rejected(self, rec: LogRecord, env: Envelope | None, code: str, detail: str) -> OutRecord:
-        m = RecordMeta.of_envelope(env) if env is not None else (meta_of(rec.value) or RecordMeta())
-        value = rec.value or b""
-        rej = Rejection(event_id=derived_event_id(rec.position), reason_code=code, detail=detail, processor=STAGE,
-                        source_topic=rec.topic, source_partition=rec.partition, source_offset=rec.offset,
-                        log_time=rec.log_time(), tenant=m.tenant, type=m.type, trace_id=m.trace_id,
-                        claw_id=m.claw_id, instance_id=m.instance_id, idempotency_key=m.idempotency_key,
-                        envelope_event_id=m.event_id, original=b"", original_size=len(value),
-                        original_sha256=hashlib.sha256(value).hexdigest())  # fmt: skip
-        key = f"{m.tenant}/{m.type}:{m.event_id}".encode()
-        return OutRecord(self.names.rejected, rec.partition, key, encode_rejection(rej))
+        meta = RecordMeta.of_envelope(env) if env is not None else None
+        return stage_rejection(self.names, STAGE, rec, code, detail, meta=meta, max_detail=None)
 
     def failed(self, failure: Failure) -> list[OutRecord]:
         rec = failure.record

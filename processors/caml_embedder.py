@@ -19,22 +19,9 @@ from collections.abc import Sequence
 from contracts.caml_records import CamlEmbedding, CamlEvent, decode_caml, encode_caml
 from contracts.consumers import embedder_name
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
-from inference.embedding_base import TRANSIENT, EmbeddingError
 from inference.embeddings import Embedder
-from streams.offsets import Conn
-from streams.processor import Failure, Outage
+from processors.embedder_base import StatelessEmbedder, embed_or_outage
 from streams.records import LogRecord, OutRecord
-
-
-def embed_or_outage(embedder: Embedder, texts: list[str]) -> list[list[float]]:
-    """The texts' vectors; an embeddings server that is down (or busy) is an ``Outage``: the batch waits
-    for it, its records are never refused (and left unembedded) over it."""
-    try:
-        return embedder.embed(texts)
-    except EmbeddingError as exc:
-        if exc.code in TRANSIENT:
-            raise Outage(f"{embedder.model_id}: {exc}") from exc
-        raise
 
 
 def embedding_text(summary: str, pattern: str) -> str:
@@ -59,21 +46,12 @@ def embedding_text(summary: str, pattern: str) -> str:
     return summary + ("\n" + "; ".join(values) if values else "")
 
 
-class EmbedderProcessor:
-    # No state: a record's outputs depend on it alone, so its partitions may be split over instances
-    # (streams.group, HIVEMEM_INSTANCE), and with them the model's work.
-    parallel = True
-
+class EmbedderProcessor(StatelessEmbedder):
     def __init__(self, names: TopicNames, embedder: Embedder) -> None:
-        self.names = names
-        self.embedder = embedder
-        self.name = embedder_name(embedder.model_id)
+        super().__init__(names, embedder, embedder_name(embedder.model_id))
 
     def input_topics(self) -> list[str]:
         return [self.names.caml_events]
-
-    def open(self, conn: Conn) -> None:
-        pass  # stateless: its only effect is its outputs (and the runtime's offsets)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
         todo: list[tuple[LogRecord, CamlEvent]] = []
@@ -95,6 +73,3 @@ class EmbedderProcessor:
             outs.append(OutRecord(self.names.caml_embeddings, zlib.crc32(key) % DEFAULT_PARTITIONS, key,
                                   encode_caml(out)))  # fmt: skip
         return outs
-
-    def refuse(self, failure: Failure) -> list[OutRecord]:
-        return []  # recorded in hivemem.processing_failures; the observation stays unembedded

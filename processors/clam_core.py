@@ -18,7 +18,6 @@ import zlib
 from collections.abc import Sequence
 from typing import Protocol
 
-from contracts.avro import decode_envelope
 from contracts.clam_records import ClamEvent, encode_clam
 from contracts.models import ClamPayload
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
@@ -28,6 +27,7 @@ from governance.clam.learn import CriticFn, Happened, Mind, Perceiver, learn, no
 from governance.clam.nodes import MemoryNode
 from governance.clam.perceiver import perceive_local
 from governance.clam.triples import Triple
+from processors.accepted import decode_accepted
 from processors.refusals import stage_rejection
 from streams.driver import ProcessorDriver
 from streams.offsets import Conn
@@ -126,12 +126,7 @@ class ClamProcessor:
         self.store = PostgresMinds(conn)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
-        decoded = []
-        for rec in records:
-            env = decode_envelope(rec.value or b"")
-            if not isinstance(env.payload, ClamPayload):
-                raise ValueError(f"clam cannot take a {env.type} envelope")
-            decoded.append((rec, env, env.payload))
+        decoded = decode_accepted(records, ClamPayload, "clam")
         claws = sorted({(env.tenant, env.claw_id) for _, env, _ in decoded})
         minds = self.store.load(claws) if claws else {}
         before = {c: Mind(dict(m.stm), dict(m.ltm_terms), dict(m.graph)) for c, m in minds.items()}

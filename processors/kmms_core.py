@@ -15,20 +15,18 @@ judged, is refused MEMORY_ERASED, so nothing told before an erasure comes back.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from contracts.avro import decode_envelope, encode_rejection
+from contracts.avro import decode_envelope
 from contracts.kmms_records import KmmsEpisode, KmmsEvent, KmmsTurn, encode_kmms
-from contracts.models import Envelope, EpisodePayload, ErasurePayload, Rejection
+from contracts.models import Envelope, EpisodePayload, ErasurePayload
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
-from governance.gate import RecordMeta, derived_event_id
 from governance.kmms.episodes import EpisodeRefusal, MemoryScope, PiiPolicy, StoredEpisode, judge
-from processors.gate_core import meta_of
+from processors.refusals import stage_rejection
 from streams.offsets import Conn
 from streams.processor import PROCESSING_ERROR, Failure
 from streams.records import LogRecord, OutRecord
@@ -243,17 +241,8 @@ class KmmsProcessor:
         return kmms_out(self.names, ev)
 
     def _rejected(self, rec: LogRecord, code: str, detail: str) -> OutRecord:
-        m = meta_of(rec.value) or RecordMeta()
-        value = rec.value or b""
-        # The refused bytes are not kept: an episode may hold personal data.
-        rej = Rejection(event_id=derived_event_id(rec.position), reason_code=code, detail=detail, processor=STAGE,
-                        source_topic=rec.topic, source_partition=rec.partition, source_offset=rec.offset,
-                        log_time=rec.log_time(), tenant=m.tenant, type=m.type, trace_id=m.trace_id,
-                        claw_id=m.claw_id, instance_id=m.instance_id, idempotency_key=m.idempotency_key,
-                        envelope_event_id=m.event_id, original=b"", original_size=len(value),
-                        original_sha256=hashlib.sha256(value).hexdigest())  # fmt: skip
-        key = f"{m.tenant}/{m.type}:{m.event_id}".encode()
-        return OutRecord(self.names.rejected, rec.partition, key, encode_rejection(rej))
+        # The refused bytes are not kept (an episode may hold personal data); the detail is kept whole.
+        return stage_rejection(self.names, STAGE, rec, code, detail, max_detail=None)
 
     def refuse(self, failure: Failure) -> list[OutRecord]:
         return [self._rejected(failure.record, PROCESSING_ERROR, failure.detail)]

@@ -21,9 +21,7 @@ from governance.kmms.phrasing import embedding_text, fact_sentence
 from governance.kmms.units import sentences_of, units_of
 from governance.kmms.voice import Voice, sentence_voice, unit_voice
 from inference.embeddings import Embedder
-from processors.caml_embedder import embed_or_outage
-from streams.offsets import Conn
-from streams.processor import Failure
+from processors.embedder_base import StatelessEmbedder, embed_or_outage
 from streams.records import LogRecord, OutRecord
 
 
@@ -36,21 +34,12 @@ def node_text(ev: KmmsEvent) -> str | None:
     return n.content
 
 
-class KmmsEmbedderProcessor:
-    # No state: a record's outputs depend on it alone, so its partitions may be split over instances
-    # (streams.group, HIVEMEM_INSTANCE), and with them the model's work.
-    parallel = True
-
+class KmmsEmbedderProcessor(StatelessEmbedder):
     def __init__(self, names: TopicNames, embedder: Embedder) -> None:
-        self.names = names
-        self.embedder = embedder
-        self.name = kmms_embedder_name(embedder.model_id)
+        super().__init__(names, embedder, kmms_embedder_name(embedder.model_id))
 
     def input_topics(self) -> list[str]:
         return [self.names.kmms_events]
-
-    def open(self, conn: Conn) -> None:
-        pass  # stateless: its only effect is its outputs (and the runtime's offsets)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
         todo: list[tuple[LogRecord, KmmsEvent, str, str, Voice]] = []  # (record, event, unit id, text, voice)
@@ -85,6 +74,3 @@ class KmmsEmbedderProcessor:
             outs.append(OutRecord(self.names.kmms_embeddings, zlib.crc32(key) % DEFAULT_PARTITIONS, key,
                                   encode_kmms(out)))  # fmt: skip
         return outs
-
-    def refuse(self, failure: Failure) -> list[OutRecord]:
-        return []  # recorded in hivemem.processing_failures; the unit stays unembedded (text search still finds it)

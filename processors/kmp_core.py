@@ -14,11 +14,11 @@ import zlib
 from collections.abc import Sequence
 from typing import Protocol
 
-from contracts.avro import decode_envelope
 from contracts.kmp_records import KmpEvent, KmpGrade, encode_kmp
 from contracts.models import KmpIngestPayload
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames
 from governance.kmp.ingest import IngestRefusal, KnownRefs, ingest_ref, judge, split_ref
+from processors.accepted import decode_accepted
 from processors.refusals import stage_rejection
 from streams.driver import ProcessorDriver
 from streams.offsets import Conn
@@ -120,12 +120,7 @@ class KmpProcessor:
         self.store = PostgresRefs(conn)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
-        decoded = []
-        for rec in records:
-            env = decode_envelope(rec.value or b"")
-            if not isinstance(env.payload, KmpIngestPayload):
-                raise ValueError(f"kmp cannot take a {env.type} envelope")
-            decoded.append((rec, env, env.payload))
+        decoded = decode_accepted(records, KmpIngestPayload, "kmp")
         # One read for the batch, of the refs it names; refs accepted earlier in the batch count for later records.
         wanted: Wanted = {}
         for _, env, p in decoded:

@@ -13,10 +13,14 @@ from processors.gate_core import meta_of
 from streams.records import LogRecord, OutRecord
 
 
-def stage_rejection(names: TopicNames, stage: str, rec: LogRecord, code: str, detail: str) -> OutRecord:
-    m = meta_of(rec.value) or RecordMeta()
+def stage_rejection(names: TopicNames, stage: str, rec: LogRecord, code: str, detail: str, *,
+                    meta: RecordMeta | None = None, max_detail: int | None = 1000) -> OutRecord:  # fmt: skip
+    """The refusal of ``rec`` by ``stage``. ``meta``: the record's envelope fields when the stage has already decoded
+    it (else they are read from the record's bytes); ``max_detail``: where ``detail`` is cut (None: kept whole)."""
+    m = meta if meta is not None else (meta_of(rec.value) or RecordMeta())
     value = rec.value or b""
-    rej = Rejection(event_id=derived_event_id(rec.position), reason_code=code, detail=detail[:1000],
+    rej = Rejection(event_id=derived_event_id(rec.position), reason_code=code,
+                    detail=detail if max_detail is None else detail[:max_detail],
                     processor=stage, source_topic=rec.topic, source_partition=rec.partition,
                     source_offset=rec.offset, log_time=rec.log_time(), tenant=m.tenant, type=m.type,
                     trace_id=m.trace_id, claw_id=m.claw_id, instance_id=m.instance_id,

@@ -9,7 +9,6 @@ counts, the author's score and a pseudonym — never the author's tenant, claw o
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
@@ -26,6 +25,7 @@ from governance.caml.merkle import inclusion_proof, root, verify_inclusion
 from governance.caml.recall_score import score_parts
 from projections.queries import tenant_tx
 from projections.read_models.caml import ENTRY_COLUMNS, audit_leaf, entry_from_row
+from projections.verdicts import poll_verdict
 
 DAY_MS = 86_400_000
 
@@ -179,14 +179,7 @@ async def verdict(pool: AsyncConnectionPool, tenant: str, event_id: str) -> Verd
 
 
 async def wait_verdict(pool: AsyncConnectionPool, tenant: str, event_id: str, wait_s: float) -> Verdict | None:
-    deadline = time.monotonic() + wait_s
-    delay = 0.005
-    while True:
-        found = await verdict(pool, tenant, event_id)
-        if found is not None or time.monotonic() >= deadline:
-            return found
-        await asyncio.sleep(delay)
-        delay = min(delay * 1.5, 0.05)
+    return await poll_verdict(verdict, pool, tenant, event_id, wait_s)
 
 
 async def deployments(pool: AsyncConnectionPool, tenant: str) -> list[DeploymentView]:

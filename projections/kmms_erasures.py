@@ -7,14 +7,12 @@ and the read model deletes the memory's rows and records the erasure (``kmms.kmm
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from psycopg_pool import AsyncConnectionPool
 
 from projections.kmms_queries import View
 from projections.kmms_search import Memory
 from projections.queries import tenant_tx
+from projections.verdicts import audit_refusal, poll_verdict
 
 
 class ErasureVerdict(View):
@@ -39,23 +37,14 @@ async def erasure_verdict(pool: AsyncConnectionPool, tenant: str, event_id: str)
         row = await cur.fetchone()
         if row is not None:
             return ErasureVerdict(outcome="ERASED", erasure_id=str(row[0]), erased_at=int(str(row[1])))
-        cur = await conn.execute("SELECT reason_code, detail FROM audit.events WHERE tenant = %s AND event_id = %s "
-                                 "AND outcome = 'REJECTED' LIMIT 1", (tenant, event_id))  # fmt: skip
-        rej = await cur.fetchone()
+        rej = await audit_refusal(conn, tenant, event_id)
     if rej is not None:
         return ErasureVerdict(outcome="REFUSED", reason_code=str(rej[0]), detail=str(rej[1] or ""))
     return None
 
 
 async def wait_erasure(pool: AsyncConnectionPool, tenant: str, event_id: str, wait_s: float) -> ErasureVerdict | None:
-    deadline = time.monotonic() + wait_s
-    delay = 0.005
-    while True:
-        found = await erasure_verdict(pool, tenant, event_id)
-        if found is not None or time.monotonic() >= deadline:
-            return found
-        await asyncio.sleep(delay)
-        delay = min(delay * 1.5, 0.05)
+    return await poll_verdict(erasure_verdict, pool, tenant, event_id, wait_s)
 
 
 async def erasures(pool: AsyncConnectionPool, m: Memory) -> list[ErasureRecord]:

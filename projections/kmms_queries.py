@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import re
 import time
@@ -45,6 +44,7 @@ from projections.kmms_search import (
     node_candidates,
 )
 from projections.queries import tenant_tx
+from projections.verdicts import audit_refusal, poll_verdict
 
 FAR_FUTURE = 2**62
 TOLD_LATER_MS = 7 * 86_400_000
@@ -353,23 +353,14 @@ async def episode_verdict(pool: AsyncConnectionPool, tenant: str, event_id: str)
         row = await cur.fetchone()
         if row is not None:
             return EpisodeVerdict(outcome="STORED", episode_id=str(row[0]))
-        cur = await conn.execute("SELECT reason_code, detail FROM audit.events WHERE tenant = %s AND event_id = %s "
-                                 "AND outcome = 'REJECTED' LIMIT 1", (tenant, event_id))  # fmt: skip
-        rej = await cur.fetchone()
+        rej = await audit_refusal(conn, tenant, event_id)
     if rej is not None:
         return EpisodeVerdict(outcome="REFUSED", reason_code=str(rej[0]), detail=str(rej[1] or ""))
     return None
 
 
 async def wait_episode(pool: AsyncConnectionPool, tenant: str, event_id: str, wait_s: float) -> EpisodeVerdict | None:
-    deadline = time.monotonic() + wait_s
-    delay = 0.005
-    while True:
-        found = await episode_verdict(pool, tenant, event_id)
-        if found is not None or time.monotonic() >= deadline:
-            return found
-        await asyncio.sleep(delay)
-        delay = min(delay * 1.5, 0.05)
+    return await poll_verdict(episode_verdict, pool, tenant, event_id, wait_s)
 
 
 async def indexed(pool: AsyncConnectionPool, m: Memory, episode_ids: list[str], model: str) -> list[str]:

@@ -28,6 +28,7 @@ from projections.kmp_views import (
     summary,
 )
 from projections.queries import tenant_tx
+from projections.verdicts import audit_refusal, poll_verdict
 
 NOW = 2**62  # "everything logged so far", for internal reads; answers echo a real instant (known_now)
 Policy = Literal["EVIDENCE_OR_UNKNOWN", "SHOW_CONFLICTS", "BEST_EFFORT"]
@@ -246,19 +247,12 @@ async def ingest_verdict(pool: AsyncConnectionPool, tenant: str, event_id: str) 
             return IngestVerdict(outcome="INGESTED", known_at=int(str(row[0])), rich=int(str(row[1])),
                                  anemic=int(str(row[2])), structural=int(str(row[3])), suspect=int(str(row[4])),
                                  evidence_coverage=float(str(row[5])))  # fmt: skip
-        rej = await (await conn.execute(
-            "SELECT reason_code, detail FROM audit.events WHERE tenant = %s AND event_id = %s AND outcome = 'REJECTED' "
-            "LIMIT 1", (tenant, event_id))).fetchone()  # fmt: skip
+        rej = await audit_refusal(conn, tenant, event_id)
     return None if rej is None else IngestVerdict(outcome="REFUSED", reason_code=str(rej[0]), detail=str(rej[1]))
 
 
 async def wait_ingest(pool: AsyncConnectionPool, tenant: str, event_id: str, wait_s: float) -> IngestVerdict | None:
-    deadline = time.monotonic() + wait_s
-    while True:
-        found = await ingest_verdict(pool, tenant, event_id)
-        if found is not None or time.monotonic() >= deadline:
-            return found
-        await asyncio.sleep(0.02)
+    return await poll_verdict(ingest_verdict, pool, tenant, event_id, wait_s, first_delay=0.02, max_delay=0.02)
 
 
 async def known_refs(pool: AsyncConnectionPool, tenant: str, about: str) -> tuple[set[str], set[str]]:

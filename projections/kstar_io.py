@@ -15,10 +15,13 @@ changes nothing.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -345,3 +348,29 @@ def apply_records(conn: Conn, writer: Writer, memory: str, records: Sequence[dic
         envs.append(writer.envelope(payload))
     publish_all(publisher.publish_async, publisher.flush, envs)
     return collect_verdicts(conn, writer.tenant, [e.event_id for e in envs], wait_s)
+
+
+# ---------------------------------------------------------------------------------------------- bundle files
+
+
+def read_document(path: Path, passphrase: bytes | None = None, max_bytes: int = b.DEFAULT_MAX_BYTES) -> dict[str, Any]:
+    """``b.load_document`` of a file; the size is checked before reading it."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise b.BundleError("BUNDLE_TOO_LARGE", f"{path} is {size} bytes, the limit is {max_bytes}")
+    return b.load_document(path.read_bytes(), passphrase, max_bytes)
+
+
+def write_document(path: Path, data: bytes) -> None:
+    """Write bundle bytes atomically, mode 600: a bundle is the user's whole memory (seed §11.1)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -31,12 +31,12 @@ import re
 
 from governance.clam.nodes import Deduction
 from governance.clam.triples import CATEGORY, USER, Triple, canonical_predicate, normalise, triple_id
+from governance.sentences import split_sentences
 
 MAX_DEDUCTIONS = 16
 MAX_OBJECT_CHARS = 80
 _I = re.IGNORECASE
 
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _CLAUSES = re.compile(r"\s*;\s*|,?\s+(?:and|but)\s+(?=(?:i|i'm|i've|my|we)\b)", _I)
 _LEAD_IN = re.compile(
     r"^(?:(?:hi|hello|hey|well|so|also|and|but|btw|actually|now|oh|ok|okay|yes|no|by the way|"
@@ -89,7 +89,7 @@ _DATED = re.compile(rf"^(?:on\s+{_DATE}|yesterday|last\s+(?:week|month|year|time
 def sentences(text: str) -> list[str]:
     """Trimmed non-empty sentences, typographic apostrophes made plain (patterns say ``'``)."""
     clean = text.replace("\u2019", "'").replace("\u2018", "'")
-    return [" ".join(s.split()) for s in _SENTENCES.split(clean) if s.strip()]
+    return [" ".join(s.split()) for s in split_sentences(clean) if s.strip()]
 
 
 def clauses(sentence: str) -> list[str]:

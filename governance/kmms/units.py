@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass
 
 from contracts.kmms_records import KmmsEpisode
+from governance.sentences import split_sentences
 
 MAX_CHARS = 1_200  # ~256 word pieces, the embedding model's window
 MAX_SENTENCES = 8  # sentence vectors per unit, beyond its own
 SENTENCE = "~s"  # a sentence vector's id: <unit id>~s<n>
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _SENTENCE_ID = re.compile(r"~s[0-9]+$")
 
 
@@ -70,7 +70,7 @@ def sentences_of(unit_id: str, text: str) -> list[Unit]:
     besides the unit: a fact said in passing ("Anyway, my go-to café is The Daily Grind.") inside a round
     about something else is drowned in the round's vector, and found by its sentence's. None when the
     text is one sentence (the unit's own vector is that sentence's)."""
-    said = [s.strip() for s in _SENTENCE_END.split(text) if len(s.split()) >= 3]
+    said = [s.strip() for s in split_sentences(text) if len(s.split()) >= 3]
     if len(said) < 2:
         return []
     return [Unit(f"{unit_id}{SENTENCE}{i}", i, s) for i, s in enumerate(said[:MAX_SENTENCES])]

@@ -23,12 +23,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from governance.sentences import split_sentences
+
 Voice = Literal["asked", "told", "reply", ""]
 Addressee = Literal["user", "assistant"]
 
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|im|ive|my|me|mine|myself|we|we're|we've|our|ours|us)\b",
                            re.IGNORECASE)  # fmt: skip
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 # What the assistant said, did or suggested: "did you", "you recommended", "you said I should", "your advice",
 # "our last conversation", "we discussed".
 _TO_ASSISTANT = re.compile(
@@ -60,7 +61,7 @@ def unit_voice(said: str, *, conversation: bool, user_lines: bool) -> Voice:
         return ""
     if not user_lines:
         return "reply"
-    parts = [s for s in _SENTENCE_END.split(said) if s.strip()]
+    parts = [s for s in split_sentences(said) if s.strip()]
     if sum(len(s.split()) >= 3 for s in parts) > 1:
         return ""
     voices = {sentence_voice(s) for s in parts} - {""}

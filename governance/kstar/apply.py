@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from contracts.models import KstarPayload
 from governance.kstar import domains, skills, tokens
-from governance.kstar.bundle import canonical_json
+from governance.kstar.canonical import canonical_json
 from governance.kstar.records import (
     ControlToken,
     Fact,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+import time
 import uuid
 
 import httpx
 import psycopg
 
 from hivemem.demo import claw_client
-from hivemem.stack import Stack
+from hivemem.stack import ServiceProcess, Stack
 from producers.claw_client import ClawClient
 from projections.auth import mint_token
 
@@ -38,3 +41,16 @@ def audit_codes(stack: Stack, trace: str, tenant: str = "acme") -> list[str]:
         rows = conn.execute("SELECT coalesce(reason_code, outcome) FROM audit.events WHERE tenant = %s AND "
                             "trace_id = %s ORDER BY source_offset", (tenant, trace)).fetchall()  # fmt: skip
     return [str(r[0]) for r in rows]
+
+
+def kill_and_restart(svc: ServiceProcess, after_s: float) -> threading.Thread:
+    """A thread, not yet started, that waits ``after_s``, SIGKILLs ``svc`` (mid-stream) and starts it again."""
+
+    def run() -> None:
+        time.sleep(after_s)
+        assert svc.proc is not None
+        svc.proc.send_signal(signal.SIGKILL)
+        svc.proc.wait()
+        svc.start()
+
+    return threading.Thread(target=run)

@@ -3,8 +3,6 @@ accepted observation embedded once, and the CAML read model equal to a clean rep
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 import uuid
 
@@ -15,7 +13,7 @@ from hivemem.stack import Stack
 from projections.replay import rebuild
 from tests.conftest import wait_until
 from tests.integration.caml_support import ANOMALY_PATTERN
-from tests.integration.support import client, owner_db
+from tests.integration.support import client, kill_and_restart, owner_db
 
 pytestmark = pytest.mark.integration
 
@@ -31,14 +29,7 @@ def test_caml_service_sigkilled_mid_stream(stack: Stack) -> None:
     claws = [client(stack, f"kill-{tag}-{i}", tenant=tenant) for i in range(6)]
     svc = stack.services["caml"]
 
-    def kill_and_restart() -> None:
-        time.sleep(0.5)
-        assert svc.proc is not None
-        svc.proc.send_signal(signal.SIGKILL)
-        svc.proc.wait()
-        svc.start()
-
-    killer = threading.Thread(target=kill_and_restart)
+    killer = kill_and_restart(svc, 0.5)
     leaks = 0
     for i in range(n):
         c = claws[i % len(claws)]

@@ -6,8 +6,6 @@ mid-stream and a replay of the log equal to the live read model."""
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 import uuid
 from typing import Any
@@ -19,7 +17,7 @@ from hivemem.services import projections
 from hivemem.stack import Stack
 from projections.replay import rebuild
 from tests.conftest import wait_until
-from tests.integration.support import client, http, owner_db
+from tests.integration.support import client, http, kill_and_restart, owner_db
 
 pytestmark = pytest.mark.integration
 WAIT = "wait_ms=20000"
@@ -88,14 +86,7 @@ def test_clam_service_sigkilled_mid_stream_and_replay(stack: Stack) -> None:
     writers = [client(stack, f"kill-{tag}-{i}", tenant=tenant) for i in range(2)]
     svc = stack.services["kstar"]  # the kstar service runs the clam processor too
 
-    def kill_and_restart() -> None:
-        time.sleep(0.3)
-        assert svc.proc is not None
-        svc.proc.send_signal(signal.SIGKILL)
-        svc.proc.wait()
-        svc.start()
-
-    killer = threading.Thread(target=kill_and_restart)
+    killer = kill_and_restart(svc, 0.3)
     for i in range(n):
         w = writers[i % 2]
         prompt = f"The server IP is 10.0.0.{i % 7}."

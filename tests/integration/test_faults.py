@@ -1,7 +1,5 @@
 """Crashes and outages end with the read model equal to a clean replay: nothing lost or doubled."""
 
-import signal
-import threading
 import time
 import uuid
 
@@ -16,7 +14,7 @@ from processors.governance_store import PostgresGovernanceStore
 from processors.key_store import PostgresKeyStore
 from projections.replay import rebuild
 from tests.conftest import wait_until
-from tests.integration.support import client, owner_db
+from tests.integration.support import client, kill_and_restart, owner_db
 from tests.unit.test_caml_store_contract import check_caml_store_contract
 from tests.unit.test_claim_store_contract import check_claim_store_contract
 from tests.unit.test_governance_store_contract import check_governance_store_contract
@@ -58,14 +56,7 @@ def test_projector_sigkilled_mid_stream(stack: Stack) -> None:
     trace, n = f"kill-{uuid.uuid4().hex}", 1500
     proj = stack.services["projectors"]
 
-    def kill_and_restart() -> None:
-        time.sleep(0.3)
-        assert proj.proc is not None
-        proj.proc.send_signal(signal.SIGKILL)
-        proj.proc.wait()
-        proj.start()
-
-    t = threading.Thread(target=kill_and_restart)
+    t = kill_and_restart(proj, 0.3)
     _publish_many(stack, trace, n, during=t.start)
     t.join()
     wait_until(lambda: _audited(stack, trace) == n, timeout=120, what=f"{n} audited")

@@ -4,8 +4,6 @@ KMMS read model equal to a clean replay of the log."""
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 import uuid
 
@@ -15,7 +13,7 @@ from hivemem.services import projections
 from hivemem.stack import Stack
 from projections.replay import rebuild
 from tests.conftest import wait_until
-from tests.integration.support import client, owner_db
+from tests.integration.support import client, kill_and_restart, owner_db
 
 pytestmark = pytest.mark.integration
 DAY = 86_400_000
@@ -38,14 +36,7 @@ def test_kmms_service_sigkilled_mid_stream(stack: Stack) -> None:
     claws = [client(stack, f"kill-{tag}-{i}", tenant=tenant) for i in range(4)]
     svc = stack.services["kmms"]
 
-    def kill_and_restart() -> None:
-        time.sleep(0.5)
-        assert svc.proc is not None
-        svc.proc.send_signal(signal.SIGKILL)
-        svc.proc.wait()
-        svc.start()
-
-    killer = threading.Thread(target=kill_and_restart)
+    killer = kill_and_restart(svc, 0.5)
     t0 = 1_767_225_600_000  # 2026-01-01
     cities, editors = ["Lisbon", "Porto", "Braga"], ["Vim", "Helix", "Emacs"]
     for i in range(n):

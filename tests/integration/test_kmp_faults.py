@@ -3,8 +3,6 @@ doubled, refs stay consistent, and the KMP read model equals a clean replay of t
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 import uuid
 
@@ -14,7 +12,7 @@ from hivemem.services import projections
 from hivemem.stack import Stack
 from projections.replay import rebuild
 from tests.conftest import wait_until
-from tests.integration.support import client, owner_db
+from tests.integration.support import client, kill_and_restart, owner_db
 
 pytestmark = pytest.mark.integration
 T0 = 1_767_225_600_000
@@ -31,14 +29,7 @@ def test_kmp_service_sigkilled_mid_stream(stack: Stack) -> None:
     writers = [client(stack, f"kill-{tag}-{i}", tenant=tenant) for i in range(3)]
     svc = stack.services["kmp"]
 
-    def kill_and_restart() -> None:
-        time.sleep(0.3)
-        assert svc.proc is not None
-        svc.proc.send_signal(signal.SIGKILL)
-        svc.proc.wait()
-        svc.start()
-
-    killer = threading.Thread(target=kill_and_restart)
+    killer = kill_and_restart(svc, 0.3)
     for i in range(n):
         about = f"case-{tag}-{i % 10}"
         prev = f"e{i - 10}" if i >= 10 else None  # each about is a chain: entry i follows entry i-10

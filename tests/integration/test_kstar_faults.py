@@ -5,8 +5,6 @@ equals a clean replay of the log."""
 from __future__ import annotations
 
 import json
-import signal
-import threading
 import time
 import uuid
 
@@ -16,7 +14,7 @@ from hivemem.services import projections
 from hivemem.stack import Stack
 from projections.replay import rebuild
 from tests.conftest import wait_until
-from tests.integration.support import client, owner_db
+from tests.integration.support import client, kill_and_restart, owner_db
 
 pytestmark = pytest.mark.integration
 
@@ -38,18 +36,11 @@ def test_kstar_service_sigkilled_mid_stream(stack: Stack) -> None:
         return {"opId": f"o{i}", "memory": memory, "op": verb, "kind": kind, "recordId": rid,
                 "document": json.dumps(doc)}  # fmt: skip
 
-    def kill_and_restart() -> None:
-        time.sleep(0.3)
-        assert svc.proc is not None
-        svc.proc.send_signal(signal.SIGKILL)
-        svc.proc.wait()
-        svc.start()
-
     for w, c in zip(writers, claws, strict=True):
         w.publish_envelope(w.build("kstar", op(0, c, "skill", "sk", {"id": "sk", "name": "grading",
                                                                      "definition": {"procedure": "rubric"}}),
                                    trace_id=trace))  # fmt: skip
-    killer = threading.Thread(target=kill_and_restart)
+    killer = kill_and_restart(svc, 0.3)
     outcomes = {c: 0 for c in claws}
     bad = 0
     for i in range(1, n):

@@ -37,12 +37,11 @@ from governance.kstar.bundle import (
     encrypt_bundle,
     load_document,
     public_key_b64,
-    read_document,
     record_time,
     statistics,
     verify_bundle,
-    write_document,
 )
+from projections.kstar_io import read_document, write_document
 
 FAST = KdfParams(n=2**10)
 AGENT = Agent("agent-1", "student_companion", "1.0.0")
