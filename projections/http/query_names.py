@@ -63,14 +63,15 @@ def _reads(dep: Dependant) -> frozenset[str]:
     return frozenset(own)
 
 
-_READS: dict[int, frozenset[str]] = {}
+_CACHED = "_hivemem_query_names"  # kept on the route object itself: routes are unhashable, and ids get reused
 
 
 def route_query_names(route: APIRoute) -> frozenset[str]:
-    """The query parameter names a route reads, its dependencies' included (cached per route)."""
-    names = _READS.get(id(route))
+    """The query parameter names a route reads, its dependencies' included (computed once per route)."""
+    names: frozenset[str] | None = getattr(route, _CACHED, None)
     if names is None:
-        names = _READS[id(route)] = _reads(route.dependant)
+        names = _reads(route.dependant)
+        setattr(route, _CACHED, names)
     return names
 
 
