@@ -333,7 +333,8 @@ def router(ctx: Ctx) -> APIRouter:
         at = await known(who, body.known_at)
         expected = frozenset(body.expected_refs)
         now = await q.snapshot(ctx.pool, who.tenant, body.about, q.NOW)
-        then = await q.snapshot(ctx.pool, who.tenant, body.about, at)
+        # Without knownAt the read is now: what the model holds now is what it held then.
+        then = now if body.known_at is None else await q.snapshot(ctx.pool, who.tenant, body.about, at)
 
         def held(s: Snapshot) -> frozenset[str]:
             return expected & ({e.ref for e in s.entries} | {v.ref for v in s.evidence})
