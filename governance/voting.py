@@ -13,6 +13,9 @@ Rules:
   before its proposal waits up to ``pending_limit_ms`` (then UNKNOWN_PROPOSAL);
 - each counted vote re-tallies over the claws active at the vote's log time (quorum.py);
   the first majority decides. At the deadline an undecided proposal EXPIRES;
+- a claw's presence is a history of its heartbeats (quorum.Presence), so a vote read long after
+  newer heartbeats (presence read ahead through an outage) is judged by the heartbeats around
+  its own log time;
 - presence and votes travel on different topics, so a heartbeat can be read after a vote
   logged later than it. Such a late heartbeat re-tallies the tenant's open proposals at their
   last vote's log time: the verdict is then the one an in-order read gives, whatever the
@@ -38,7 +41,15 @@ from contracts.models import (
     VotePayload,
 )
 from governance.fact_versions import check_update
-from governance.quorum import DEFAULT_PRESENCE_WINDOW_MS, MIN_PARTICIPANTS, Heartbeat, active_claws, tally
+from governance.quorum import (
+    DEFAULT_PRESENCE_HISTORY_MS,
+    DEFAULT_PRESENCE_WINDOW_MS,
+    MIN_PARTICIPANTS,
+    Heartbeat,
+    Presence,
+    active_claws,
+    tally,
+)
 
 TenantKey = tuple[str, str]  # (tenant, proposal id | claw id | fact key)
 
@@ -46,6 +57,7 @@ TenantKey = tuple[str, str]  # (tenant, proposal id | claw id | fact key)
 @dataclass(frozen=True)
 class VotingConfig:
     presence_window_ms: int = DEFAULT_PRESENCE_WINDOW_MS
+    presence_history_ms: int = DEFAULT_PRESENCE_HISTORY_MS  # heartbeats kept behind the newest
     min_participants: int = MIN_PARTICIPANTS
     expiry_grace_ms: int = 1_000  # wait this long past a deadline for late-read votes
     pending_limit_ms: int = 60_000  # how long a vote may wait for its proposal
@@ -124,7 +136,7 @@ class GovernanceState:
     def __init__(self, cfg: VotingConfig | None = None) -> None:
         self.cfg = cfg or VotingConfig()
         self.proposals: dict[TenantKey, ProposalState] = {}
-        self.presence: dict[str, dict[str, Heartbeat]] = {}  # tenant -> claw -> latest heartbeat
+        self.presence: dict[str, dict[str, Presence]] = {}  # tenant -> claw -> heartbeat history
         self.facts: dict[TenantKey, int] = {}  # (tenant, fact key) -> current version
         self._open: set[TenantKey] = set()
         self._open_by_tenant: dict[str, set[str]] = {}  # so a late heartbeat scans its tenant only
@@ -145,8 +157,8 @@ class GovernanceState:
             self._mark_open(key)
             self._schedule(ps)
 
-    def restore_presence(self, tenant: str, claw_id: str, hb: Heartbeat) -> None:
-        self.presence.setdefault(tenant, {})[claw_id] = hb
+    def restore_presence(self, tenant: str, claw_id: str, history: Presence) -> None:
+        self.presence.setdefault(tenant, {})[claw_id] = history
 
     def restore_fact(self, tenant: str, fact_key: str, version: int) -> None:
         self.facts[(tenant, fact_key)] = version
@@ -204,11 +216,13 @@ class GovernanceState:
     def _heartbeat(self, tenant: str, claw_id: str, hb: Heartbeat) -> bool:
         claws = self.presence.setdefault(tenant, {})
         current = claws.get(claw_id)
-        if current is None or hb.last_seen >= current.last_seen:
-            claws[claw_id] = hb
-            self.dirty_presence.add((tenant, claw_id))
-            return True
-        return False
+        history = Presence.of(hb) if current is None else current.beat(hb, self.cfg.presence_window_ms,
+                                                                         self.cfg.presence_history_ms)  # fmt: skip
+        if history is None:
+            return False
+        claws[claw_id] = history
+        self.dirty_presence.add((tenant, claw_id))
+        return True
 
     def _retally_late(self, tenant: str, hb_at: int) -> list[Output]:
         """Re-tally the open proposals whose last vote was logged at or after ``hb_at``."""

@@ -8,12 +8,13 @@ the runtime's connection, so a batch's state, outputs and input offsets commit t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Protocol
 
 import psycopg
 
-from governance.quorum import Heartbeat
+from governance.quorum import Heartbeat, Presence, Run
 from governance.voting import GovernanceState, ProposalState, VotingConfig
 
 # Which tenants an instance of a split governance processor owns (None: all of them).
@@ -30,10 +31,23 @@ class GovernanceStore(Protocol):
         ...
 
 
+def presence_to_json(history: Presence) -> str:
+    return json.dumps([[r.first, r.last, r.ok] for r in history.runs], separators=(",", ":"))
+
+
+def presence_from_json(raw: str) -> Presence:
+    return Presence(tuple(Run(int(first), int(last), bool(ok)) for first, last, ok in json.loads(raw)))
+
+
+def _presence_row(tenant: str, claw: str, history: Presence) -> tuple[str, str, int, bool, str]:
+    latest = history.latest  # last_seen and ok stay the latest heartbeat, for readers of the table
+    return tenant, claw, latest.last_seen, latest.ok, presence_to_json(history)
+
+
 class InMemoryGovernanceStore:
     def __init__(self) -> None:
         self._proposals: dict[tuple[str, str], str] = {}  # JSON, so nothing is shared with a live state
-        self._presence: dict[tuple[str, str], Heartbeat] = {}
+        self._presence: dict[tuple[str, str], Presence] = {}
         self._facts: dict[tuple[str, str], int] = {}
 
     def load(self, cfg: VotingConfig, owns: Owns = None) -> GovernanceState:
@@ -72,9 +86,13 @@ class PostgresGovernanceStore:
         for tenant, state in conn.execute("SELECT tenant, state FROM govproc.proposals"):
             if mine(str(tenant)):
                 gs.restore_proposal(ProposalState.model_validate_json(str(state)))  # text: migration 23
-        for tenant, claw, last_seen, ok in conn.execute("SELECT tenant, claw_id, last_seen, ok FROM govproc.presence"):
+        for tenant, claw, last_seen, ok, runs in conn.execute(
+            "SELECT tenant, claw_id, last_seen, ok, runs FROM govproc.presence"
+        ):
             if mine(str(tenant)):
-                gs.restore_presence(str(tenant), str(claw), Heartbeat(int(str(last_seen)), bool(ok)))
+                history = (Presence.of(Heartbeat(int(str(last_seen)), bool(ok))) if runs is None
+                           else presence_from_json(str(runs)))  # fmt: skip
+                gs.restore_presence(str(tenant), str(claw), history)
         for tenant, key, version in conn.execute("SELECT tenant, fact_key, version FROM govproc.facts"):
             if mine(str(tenant)):
                 gs.restore_fact(str(tenant), str(key), int(str(version)))
@@ -91,9 +109,10 @@ class PostgresGovernanceStore:
                 )
             if gs.dirty_presence:
                 cur.executemany(
-                    "INSERT INTO govproc.presence (tenant, claw_id, last_seen, ok) VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT (tenant, claw_id) DO UPDATE SET last_seen = excluded.last_seen, ok = excluded.ok",
-                    [(t, c, gs.presence[t][c].last_seen, gs.presence[t][c].ok) for t, c in sorted(gs.dirty_presence)],
+                    "INSERT INTO govproc.presence (tenant, claw_id, last_seen, ok, runs) VALUES (%s, %s, %s, %s, %s) "
+                    "ON CONFLICT (tenant, claw_id) DO UPDATE "
+                    "SET last_seen = excluded.last_seen, ok = excluded.ok, runs = excluded.runs",
+                    [_presence_row(t, c, gs.presence[t][c]) for t, c in sorted(gs.dirty_presence)],
                 )
             if gs.dirty_facts:
                 cur.executemany(

@@ -10,7 +10,7 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from governance.quorum import Heartbeat, active_claws, tally
+from governance.quorum import Heartbeat, Presence, active_claws, tally
 from projections.queries import tenant_tx
 
 VoteStatus = Literal["COUNTED", "NOT_IN_BASIS", "RECEIVED", "REFUSED"]
@@ -182,7 +182,9 @@ async def get_proposal(pool: AsyncConnectionPool, tenant: str, proposal_id: str,
                       basis=DECIDED_BASIS)  # fmt: skip
     else:
         now = int(time.time() * 1000)
-        active = active_claws({str(c): Heartbeat(int(ls), bool(ok)) for c, ls, ok in presence}, now, window_ms)
+        active = active_claws(
+            {str(c): Presence.of(Heartbeat(int(ls), bool(ok))) for c, ls, ok in presence}, now, window_ms
+        )
         live = tally([(v.claw_id, v.vote == "YES") for v in vote_views if v.status == "RECEIVED"], active)
         t = TallyView(yes=live.yes, no=live.no, quorum_basis=live.basis, threshold=live.threshold, live=True,
                       computed_at=now, basis=LIVE_BASIS)  # fmt: skip

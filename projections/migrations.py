@@ -142,6 +142,10 @@ _PROPOSAL_STATE_TEXT = [
     "ALTER TABLE govproc.proposals SET (toast_tuple_target = 8160)",
 ]
 
+# Each claw's heartbeat history (governance.quorum.Presence) as JSON runs [[first, last, ok], ...]; a row
+# from before has none and is read as its one heartbeat (last_seen, ok), which stays the latest.
+_PRESENCE_HISTORY = ["ALTER TABLE govproc.presence ADD COLUMN IF NOT EXISTS runs text"]
+
 MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (1, "base", lambda: _BASE),
     (2, "claws read model", lambda: ClawsProjection().ddl("claws")),
@@ -175,6 +179,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (25, "kmms: vectors keyed by tenant, unit and model, with their causes", kmms_vectors_tenant_key_migration),
     (26, "kmms: each vector's voice", kmms_vector_voice_migration),
     (27, "kmms: each unit's words said by its owner, with a full-text vector", kmms_said_text_migration),
+    (28, "governance processor: each claw's heartbeat history", lambda: _PRESENCE_HISTORY),
 ]  # fmt: skip
 
 

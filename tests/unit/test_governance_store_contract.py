@@ -21,6 +21,8 @@ def check_governance_store_contract(store: GovernanceStore, tenant_claw: str) ->
     gs = store.load(CFG)
     for i, claw in enumerate(("a", "b", "c")):
         beat(gs, f"{tenant_claw}-{claw}", 1_000 + i)
+    beat(gs, f"{tenant_claw}-d", 100)  # d's history has two runs (healthy, then not), kept whole
+    beat(gs, f"{tenant_claw}-d", 1_003, healthy=False)
     pid = f"{tenant_claw}-p1"
     propose(gs, pid, 2_000, key=f"{tenant_claw}/k")
     vote(gs, f"{tenant_claw}-a", pid, 2_100)
@@ -32,6 +34,7 @@ def check_governance_store_contract(store: GovernanceStore, tenant_claw: str) ->
     key = ("acme", pid)
     assert again.proposals[key] == gs.proposals[key]
     assert again.facts[("acme", f"{tenant_claw}/k")] == 1
+    assert len(gs.presence["acme"][f"{tenant_claw}-d"].runs) == 2
     assert {c: again.presence["acme"][c] for c in gs.presence["acme"] if c.startswith(tenant_claw)} == {
         c: hb for c, hb in gs.presence["acme"].items() if c.startswith(tenant_claw)
     }

@@ -10,7 +10,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from contracts.models import Envelope
 from governance.fact_versions import check_update, check_version
-from governance.quorum import Heartbeat, active_claws, majority, tally
+from governance.quorum import Heartbeat, Presence, active_claws, majority, tally
 from governance.voting import DecisionOut, FactOut, GovernanceState, Output, ProposalState, Ref, Refusal, VotingConfig
 from tests.helpers import offline_client
 
@@ -57,8 +57,49 @@ def test_tally_needs_three_active_claws_and_counts_only_them() -> None:
 
 
 def test_active_window_is_symmetric_and_ignores_unhealthy() -> None:
-    presence = {"a": Heartbeat(1000, True), "b": Heartbeat(1000 + W + 1, True), "c": Heartbeat(1000, False)}
+    presence = {
+        c: Presence.of(hb)
+        for c, hb in {
+            "a": Heartbeat(1000, True),
+            "b": Heartbeat(1000 + W + 1, True),
+            "c": Heartbeat(1000, False),
+        }.items()
+    }
     assert active_claws(presence, 1000, W) == {"a"}
+    assert active_claws(presence, 1000 - W, W) == {"a"}  # a heartbeat logged just after counts
+
+
+def test_presence_history_judges_an_instant_by_the_heartbeats_around_it() -> None:
+    h = Presence.of(Heartbeat(0, True))
+    for t, ok in ((W, True), (2 * W, True), (5 * W, False), (6 * W, True)):
+        nxt = h.beat(Heartbeat(t, ok), W, 100 * W)
+        assert nxt is not None
+        h = nxt
+    assert [(r.first, r.last, r.ok) for r in h.runs] == [(0, 2 * W, True), (5 * W, 5 * W, False), (6 * W, 6 * W, True)]
+    assert h.beat(Heartbeat(6 * W - 1, True), W, 100 * W) is None  # older than the latest: ignored
+    assert [h.ok_at(t, W) for t in (-W, -W - 1, W // 2, 3 * W, 3 * W + 1, 5 * W + 1, 6 * W + 1, 7 * W + 1)] == [
+        True, False, True, True, False, False, True, False]  # fmt: skip
+    # Runs that ended more than the history's span before the newest heartbeat are dropped.
+    later = h.beat(Heartbeat(6 * W + 10, True), W, 4 * W)
+    assert later is not None and [r.first for r in later.runs] == [5 * W, 6 * W]
+
+
+def test_a_vote_read_after_much_later_heartbeats_is_judged_at_its_own_time() -> None:
+    """Through a broker outage the processor can read presence far ahead of the votes (the votes'
+    partition leader was down): heartbeats logged more than the window after a vote are read
+    before it. The vote is judged by the heartbeats around its own log time, as in order."""
+    in_order, ahead = GovernanceState(CFG), GovernanceState(CFG)
+    for gs in (in_order, ahead):
+        for claw in "abc":
+            beat(gs, claw, 0)
+        propose(gs, "p1", 50)
+    for claw in "abc":
+        beat(ahead, claw, 3 * W)  # read before the votes logged at 200 and 300
+    assert vote(ahead, "a", "p1", 200) == []
+    got = vote(ahead, "b", "p1", 300)
+    assert codes(got) == ["DecisionOut", "FactOut"]
+    vote(in_order, "a", "p1", 200)
+    assert [o.payload for o in got] == [o.payload for o in vote(in_order, "b", "p1", 300)]  # type: ignore[union-attr]
 
 
 def test_fact_version_rules() -> None:
@@ -146,17 +187,25 @@ class Reference:
     """The rules again, written as plainly as possible."""
 
     def __init__(self) -> None:
-        self.seen: dict[str, tuple[int, bool]] = {}
+        self.seen: dict[str, list[tuple[int, bool]]] = {}  # every heartbeat, in the order read
         self.props: dict[str, dict[str, Any]] = {}
         self.waiting: dict[str, list[tuple[str, bool, int]]] = {}
         self.facts: dict[str, int] = {}
 
     def active_at(self, t: int) -> set[str]:
-        return {c for c, (last, ok) in self.seen.items() if ok and abs(t - last) <= W}
+        """The latest heartbeat at or before ``t`` within the window; if none, the first after it within it."""
+        active = set()
+        for c, beats in self.seen.items():
+            before = [(at, ok) for at, ok in beats if t - W <= at <= t]
+            after = [(at, ok) for at, ok in beats if t < at <= t + W]
+            if (before and before[-1][1]) or (not before and after and after[0][1]):
+                active.add(c)
+        return active
 
     def heartbeat(self, claw: str, t: int, ok: bool) -> list[str]:
-        if claw not in self.seen or t >= self.seen[claw][0]:
-            self.seen[claw] = (t, ok)
+        beats = self.seen.setdefault(claw, [])
+        if not beats or t >= beats[-1][0]:
+            beats.append((t, ok))
         return []
 
     def propose(self, pid: str, t: int, key: str, base: int, deadline: int) -> list[str]:
