@@ -3,7 +3,7 @@
 Not claw envelopes: HiveMem's own processors produce them and the ``kmms`` read model folds them.
 Everything a model computed (enrichment, summaries, facts, abstractions, vectors) is here as data,
 so a replay rebuilds the read model without calling a model. The Avro schemas are
-``contracts/schemas/kmms_*/v1.avsc``; these models mirror them.
+``contracts/schemas/kmms_*/v<N>.avsc``; these models mirror the latest.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ KmmsEventKind = Literal[
 class KmmsTurn(WireModel):
     role: str
     content: str
+    name: str = ""  # kmms_event v2: the speaker's name; "" = unnamed (a v1 turn)
 
 
 class KmmsEpisode(WireModel):

@@ -5,6 +5,7 @@ Field names are snake_case in Python and camelCase on the wire (the Avro field n
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -32,10 +33,22 @@ def clean_text(value: str) -> str:
     return value
 
 
+def speaker_name(value: str) -> str:
+    """A speaker's name is one line of text without edge spaces: a turn reads ``role: name: content``
+    (``governance.kmms.phrasing.turn_line``), so a line break in a name would forge a turn."""
+    clean_text(value)
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in value):
+        raise ValueError("must be one line without control characters (no line break, no tab)")
+    if value != value.strip():
+        raise ValueError("must not start or end with a space")
+    return value
+
+
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID), AfterValidator(clean_text)]
 Label = Annotated[str, Field(max_length=MAX_LABEL), AfterValidator(clean_text)]
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT), AfterValidator(clean_text)]
 OptText = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(clean_text)]
+SpeakerName = Annotated[str, Field(max_length=MAX_ID), AfterValidator(speaker_name)]  # "" = unnamed
 Long = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]  # Avro long
 Int = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]  # Avro int
 
@@ -139,6 +152,7 @@ class ValidationPayload(WireModel):
 class EpisodeTurn(WireModel):
     role: Literal["user", "assistant", "system", "tool"]
     content: Text
+    name: SpeakerName = ""  # v3: the speaker (a conversation between people); "" = unnamed
 
 
 class EpisodePayload(WireModel):

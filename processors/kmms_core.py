@@ -198,7 +198,7 @@ class KmmsProcessor:
             episode = KmmsEpisode(episode_id=p.episode_id, session_id=p.session_id or p.episode_id,
                                   thread_id=p.thread_id, content_type=p.content_type, occurred_at=p.occurred_at,
                                   content=verdict.content, content_hash=verdict.content_hash,
-                                  turns=[KmmsTurn(role=t.role, content=t.content) for t in verdict.turns],
+                                  turns=[KmmsTurn(role=t.role, content=t.content, name=t.name) for t in verdict.turns],
                                   redacted=list(verdict.redacted))  # fmt: skip
             ev = KmmsEvent(event_id=kmms_event_id(source, "stored"), kind="EPISODE_STORED", tenant=env.tenant,
                            claw_id=env.claw_id, scope=scope.user_id, at=rec.log_time(), source=source,

@@ -3,6 +3,8 @@
     mem = claw.memory(user_id="u-17")        # or MemoryClient(api_url, token, user_id="u-17")
     mem.add([{"role": "user", "content": "I moved to Porto last week"}], session_id="s-17",
             occurred_at="2026-03-04T10:00:00Z")
+    mem.add([{"role": "user", "name": "Melanie", "content": "I painted a lake."},   # people talking: each
+             {"role": "user", "name": "Caroline", "content": "I painted my dog."}])  # turn names its speaker
     hits = mem.search("where do I live now?", k=5).hits
     res = mem.search("where did I live in March?", as_of="2026-03-31")
     answer = mem.ask("what does John think about the DuckDB migration?")
@@ -171,14 +173,16 @@ class MemoryClient:
     def add(self, messages: Sequence[dict[str, str]] | str, *, session_id: str | None = None,
             occurred_at: datetime | str | int | None = None, episode_id: str | None = None,
             content_type: str | None = None, wait_ms: int = 5_000) -> AddResult:  # fmt: skip
-        """Store an episode: a conversation's messages ({"role", "content"}) or a text."""
+        """Store an episode: a conversation's messages ({"role", "content"}, and an optional speaker "name") or a
+        text."""
         body: dict[str, Any] = {"sessionId": session_id, "userId": self.user_id, "threadId": self.thread_id or "",
                                 "occurredAt": _iso(occurred_at), "episodeId": episode_id,
                                 "contentType": content_type}  # fmt: skip
         if isinstance(messages, str):
             body["content"] = messages
         else:
-            body["messages"] = [{"role": m["role"], "content": m["content"]} for m in messages]
+            keep = ("role", "content", "name")  # a message's other keys (OpenAI's tool_calls...) are not memory's
+            body["messages"] = [{k: m[k] for k in keep if m.get(k) is not None} for m in messages]
         body = {k: v for k, v in body.items() if v is not None}
         return AddResult.model_validate(self._call("POST", "/api/v1/memory/episodes", json=body,
                                                    params={"waitMs": wait_ms}))  # fmt: skip

@@ -1,8 +1,9 @@
 """L4 write rules (seed 000 §2.2, §13.1): what an accepted ``episode`` envelope becomes.
 
 An episode is verbatim and immutable. It is rendered once (conversation turns as ``role: text``
-lines), passed through the tenant's PII policy, hashed, and deduplicated: the same content in the
-same memory (tenant, claw, user, thread) is one node, whatever its episode id.
+lines, a named speaker's ``role: name: text``), passed through the tenant's PII policy, hashed, and
+deduplicated: the same content in the same memory (tenant, claw, user, thread) is one node, whatever
+its episode id.
 
 PII policy (per tenant, ``memory_pii`` in the tenants file): ``redact`` keeps the episode with each
 stage-1 hit (email, phone, card, national id, public IP, passport) replaced by ``[CATEGORY]``;
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from contracts.models import EpisodePayload, EpisodeTurn
+from governance.kmms.phrasing import turn_line
 from governance.pii.regex_stage import redact
 
 PiiPolicy = Literal["redact", "reject"]
@@ -49,7 +51,7 @@ class EpisodeRefusal:
 
 
 def render(turns: tuple[EpisodeTurn, ...] | list[EpisodeTurn], content: str) -> str:
-    return "\n".join(f"{t.role}: {t.content}" for t in turns) if turns else content
+    return "\n".join(turn_line(t.role, t.content, t.name) for t in turns) if turns else content
 
 
 def content_hash(scope: MemoryScope, thread_id: str, text: str) -> str:
@@ -63,9 +65,10 @@ def judge(scope: MemoryScope, p: EpisodePayload, policy: PiiPolicy) -> StoredEpi
     if turns:
         redacted_turns = []
         for t in turns:
-            r = redact(t.content)
-            cats.update(dict.fromkeys(r.categories))
-            redacted_turns.append(t.model_copy(update={"content": r.text}) if r.categories else t)
+            r, n = redact(t.content), redact(t.name)  # a speaker's name may be an address or a number too
+            cats.update(dict.fromkeys([*r.categories, *n.categories]))
+            changed = {k: v.text for k, v in (("content", r), ("name", n)) if v.categories}
+            redacted_turns.append(t.model_copy(update=changed) if changed else t)
         text = render(redacted_turns, "")
     else:
         r = redact(p.content)

@@ -1,7 +1,8 @@
 """The retrieval units of an L4 episode: what is embedded and full-text indexed.
 
 A conversation is cut into rounds (a user turn and the replies that follow it, up to the next user
-turn), because a question usually matches what the user said together with the answer to it; other
+turn), because a question usually matches what the user said together with the answer to it; a named turn's
+line carries its speaker ("user: Melanie: ...", ``phrasing.turn_line``), an unnamed one is "user: ..."; other
 content is cut into paragraphs of at most ~``MAX_CHARS`` characters. Hits on units roll up to their
 episode (and session). Pure, so the embedder and the read model cut the same units.
 """
@@ -12,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from contracts.kmms_records import KmmsEpisode
+from governance.kmms.phrasing import turn_line
 from governance.sentences import split_sentences
 
 MAX_CHARS = 1_200  # ~256 word pieces, the embedding model's window
@@ -54,7 +56,7 @@ def units_of(ep: KmmsEpisode) -> list[Unit]:
     if ep.turns:
         rounds: list[list[str]] = []
         for t in ep.turns:
-            line = f"{t.role}: {t.content}"
+            line = turn_line(t.role, t.content, t.name)
             if t.role == "user" or not rounds:
                 rounds.append([line])
             else:

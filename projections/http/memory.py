@@ -15,8 +15,8 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
 
-from contracts.models import MAX_ID, MAX_ITEMS, MAX_LABEL, MAX_TEXT
-from governance.kmms.phrasing import strip_roles
+from contracts.models import MAX_ID, MAX_ITEMS, MAX_LABEL, MAX_TEXT, SpeakerName
+from governance.kmms.phrasing import strip_roles, turn_line
 from governance.kmms.statement import question_vectors
 from inference.embedding_base import EmbeddingError
 from projections import kmms_model_switch as switch
@@ -58,6 +58,9 @@ IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only), Strict(False)]
 class Turn(Body):
     role: Literal["user", "assistant", "system", "tool"]
     content: Annotated[str, Field(min_length=1, max_length=MAX_TEXT), Clean]
+    name: SpeakerName | None = Field(default=None, description=(
+        "the speaker (a conversation between people): one line, at most 256 characters; the turn reads "
+        "'role: name: content', so the name is embedded and indexed with its words"))  # fmt: skip
 
 
 class AddIn(Body):
@@ -151,8 +154,8 @@ def router(ctx: Ctx) -> APIRouter:
         memory(who, body.user_id)
         if (body.messages is None) == (body.content is None):
             raise ApiError(422, "INVALID_FIELD", "give exactly one of messages or content")
-        turns = [t.model_dump() for t in body.messages or []]
-        content = body.content or "\n".join(f"{t['role']}: {t['content']}" for t in turns)
+        turns = [{"role": t.role, "content": t.content, "name": t.name or ""} for t in body.messages or []]
+        content = body.content or "\n".join(turn_line(t["role"], t["content"], t["name"]) for t in turns)
         if len(content) > MAX_TEXT:
             raise ApiError(422, "INVALID_FIELD", f"the episode is longer than {MAX_TEXT} characters")
         eid = body.episode_id or f"ep-{uuid.uuid4()}"
