@@ -1,6 +1,7 @@
 """Wiring KMMS's back-ends from the environment: the enricher (``HIVEMEM_KMMS_NER``), the
 consolidator (an OpenAI-compatible LLM at ``HIVEMEM_LLM_URL``, else the local deterministic one)
-and the consolidation batch (``HIVEMEM_KMMS_BATCH``, default 3 episodes per entity and topic)."""
+the consolidation batch (``HIVEMEM_KMMS_BATCH``, default 3 episodes per entity and topic) and whether a user's
+round of several sentences has each sentence embedded as well (``HIVEMEM_KMMS_ROUND_SENTENCES``, default off)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,10 @@ def consolidation_batch() -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise ValueError(f"HIVEMEM_KMMS_BATCH must be a positive integer, not {raw!r}")
     return int(raw)
+
+
+def round_sentences() -> bool:
+    raw = os.environ.get("HIVEMEM_KMMS_ROUND_SENTENCES", "0").strip().lower()
+    if raw not in ("0", "1", "true", "false", "yes", "no", ""):
+        raise ValueError(f"HIVEMEM_KMMS_ROUND_SENTENCES must be 0 or 1, not {raw!r}")
+    return raw in ("1", "true", "yes")

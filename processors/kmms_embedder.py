@@ -3,8 +3,10 @@ on ``hivemem.kmms.embeddings`` keyed ``<tenant>/<unit id>|<model>`` (the CAML em
 computed once, replayed as data; the name carries the model's digest, so a changed model is a new
 consumer that re-embeds the whole memory in the background while the old vectors keep serving).
 
-Units: an episode's rounds or paragraphs (``governance/kmms/units.py``) and, for a unit of several
-sentences, each sentence (``<unit id>~s<n>``: search ranks a unit by its best vector); and each L1/L2/L3 node.
+Units: an episode's rounds or paragraphs (``governance/kmms/units.py``) and, for a document's or a note's unit
+of several sentences, each sentence (``<unit id>~s<n>``: search ranks a unit by its best vector); a user's round
+of a conversation has its sentences embedded only with ``round_sentences`` (``HIVEMEM_KMMS_ROUND_SENTENCES``,
+docs/kmms.md); and each L1/L2/L3 node.
 Each vector carries the voice of its text (``governance/kmms/voice.py``: a user's question or statement, a
 reply), the first stage's prior.
 """
@@ -35,8 +37,9 @@ def node_text(ev: KmmsEvent) -> str | None:
 
 
 class KmmsEmbedderProcessor(StatelessEmbedder):
-    def __init__(self, names: TopicNames, embedder: Embedder) -> None:
+    def __init__(self, names: TopicNames, embedder: Embedder, round_sentences: bool = False) -> None:
         super().__init__(names, embedder, kmms_embedder_name(embedder.model_id))
+        self.round_sentences = round_sentences
 
     def input_topics(self) -> list[str]:
         return [self.names.kmms_events]
@@ -52,10 +55,11 @@ class KmmsEmbedderProcessor(StatelessEmbedder):
                     user = any(line.startswith("user: ") for line in u.text.split("\n"))
                     todo.append((rec, ev, u.unit_id, said, unit_voice(said, conversation=conversation,
                                                                       user_lines=user)))  # fmt: skip
-                    # A user's sentences, each with its own voice, and a document's. A reply piece has its own
-                    # vector only: its sentences were half of a long conversation's vectors and changed no
-                    # ranking on bench memory --shape long (a reply ranks farther on a question about the user).
-                    if user or not conversation:
+                    # A document's sentences, and a user's (each with its own voice) if ``round_sentences``: on
+                    # public conversations (LoCoMo, LongMemEval) they changed no ranking and were 70 % of the
+                    # vectors, most of the time to searchable. A reply piece has its own vector only: its
+                    # sentences changed no ranking on bench memory --shape long.
+                    if (user and self.round_sentences) or not conversation:
                         todo += [(rec, ev, x.unit_id, x.text, sentence_voice(x.text) if user else "")
                                  for x in sentences_of(u.unit_id, said)]  # fmt: skip
             elif ev.kind == "NODE_CREATED" and ev.node is not None:
