@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from contracts.avro import registry
 from deploy.kafka_local import free_port
 from hivemem.services import expected_processors
 from hivemem.stack import ServiceProcess, Stack
@@ -156,7 +157,9 @@ def test_unknown_schema_versions_are_refused(stack: Stack) -> None:
         for version in (999, 0, -1):
             _error(_post(h, {"type": "presence", "payload": {}, "schemaVersion": version}), 422,
                    "SCHEMA_VERSION_MISMATCH")  # fmt: skip
-        _error(_post(h, {"type": "episode", "payload": episode(), "schemaVersion": 3}), 422, "SCHEMA_VERSION_MISMATCH")
+        beyond = registry().latest("episode").version + 1  # one past the newest episode schema
+        _error(_post(h, {"type": "episode", "payload": episode(), "schemaVersion": beyond}), 422,
+               "SCHEMA_VERSION_MISMATCH")  # fmt: skip
         assert _post(h, {"type": "presence", "payload": {}, "schemaVersion": 2}).status_code == 202
 
 
