@@ -16,8 +16,9 @@ from tests.integration.kmms_support import conversed
 pytestmark = pytest.mark.integration
 
 HISTORY = [  # (date, what the user said, the assistant's reply)
-    ("2026-04-02", "How long does a stew keep in the fridge? Anyway, my main sport is rowing, I go three times a "
-     "week.", "Three to four days in the fridge."),
+    # The state is the round's whole point: a fact said in passing inside a round about something else is found
+    # by its sentence's own vector only with HIVEMEM_KMMS_ROUND_SENTENCES=1 (off by default, docs/kmms.md).
+    ("2026-04-02", "My main sport is rowing these days, I go three times a week.", "Great for the whole body."),
     ("2026-06-05", "What should I pack for a trip in August?", "Light layers and a rain jacket."),
     ("2026-06-12", "Is it okay to train on consecutive days?", "Yes, if you alternate hard and easy sessions."),
     ("2026-06-20", "Which neighbourhood is nice to stay in?", "The old town, for atmosphere."),
