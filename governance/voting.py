@@ -17,9 +17,11 @@ Rules:
   newer heartbeats (presence read ahead through an outage) is judged by the heartbeats around
   its own log time;
 - presence and votes travel on different topics, so a heartbeat can be read after a vote
-  logged later than it. Such a late heartbeat re-tallies the tenant's open proposals at their
-  last vote's log time: the verdict is then the one an in-order read gives, whatever the
-  batching (a replay reproduces it). A heartbeat logged after the last vote changes nothing;
+  it counts for: one logged before the vote, or up to the window after it (quorum.py: a claw with
+  no heartbeat in the window before a vote counts by its first one after). Such a heartbeat
+  re-tallies the tenant's open proposals at their last vote's log time: the verdict is then the
+  one an in-order read gives, whatever the batching (a replay reproduces it). A heartbeat logged
+  more than the window after the last vote changes nothing;
 - exactly one decision per proposal; an approval publishes fact ``baseVersion + 1`` unless
   another approval for the key got there first (the fact is then refused, FACT_STALE).
 """
@@ -225,14 +227,15 @@ class GovernanceState:
         return True
 
     def _retally_late(self, tenant: str, hb_at: int) -> list[Output]:
-        """Re-tally the open proposals whose last vote was logged at or after ``hb_at``."""
+        """Re-tally the open proposals whose last vote ``hb_at`` can count for: logged at most the presence window
+        before it (a claw's first heartbeat after a vote counts for it within the window), or after it."""
         out: list[Output] = []
         for pid in sorted(self._open_by_tenant.get(tenant, ())):
             ps = self.proposals[(tenant, pid)]
             if ps.proposal is None or not ps.ballots:
                 continue
             last = max(b.ref.log_time for b in ps.ballots.values())
-            if hb_at <= last:
+            if hb_at <= last + self.cfg.presence_window_ms:
                 out += self._decide(ps, last, expired=False)
         return out
 

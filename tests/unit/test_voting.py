@@ -203,10 +203,18 @@ class Reference:
         return active
 
     def heartbeat(self, claw: str, t: int, ok: bool) -> list[str]:
+        """A heartbeat can count for the votes up to the window before it: the open proposals are counted again
+        at their last vote's time."""
         beats = self.seen.setdefault(claw, [])
-        if not beats or t >= beats[-1][0]:
-            beats.append((t, ok))
-        return []
+        if beats and t < beats[-1][0]:
+            return []
+        beats.append((t, ok))
+        out: list[str] = []
+        for pid in sorted(self.props):
+            p = self.props[pid]
+            if not p["decided"] and p["votes"] and t <= p["last"] + W:
+                out += self.count(pid, p["last"], final=False)
+        return out
 
     def propose(self, pid: str, t: int, key: str, base: int, deadline: int) -> list[str]:
         if pid in self.props:
@@ -236,6 +244,7 @@ class Reference:
         if t > p["deadline"]:
             return ["VOTE_AFTER_DEADLINE"]
         p["votes"][claw] = yes
+        p["last"] = max(p.get("last", t), t)
         return self.count(pid, t, final=False)
 
     def count(self, pid: str, t: int, final: bool) -> list[str]:
@@ -297,8 +306,8 @@ class VotingMachine(RuleBasedStateMachine):
     @rule(claw=st.sampled_from(CLAWS), ok=st.booleans(), dt=st.integers(0, 4000))
     def heartbeat(self, claw: str, ok: bool, dt: int) -> None:
         t = self._advance(dt)
-        feed(self.gs, claw, "presence", {"status": "ACTIVE", "healthy": ok}, t)
-        self.ref.heartbeat(claw, t, ok)
+        got = summary(feed(self.gs, claw, "presence", {"status": "ACTIVE", "healthy": ok}, t))
+        assert got == self.ref.heartbeat(claw, t, ok)
 
     @rule(pid=st.sampled_from(PIDS), key=st.sampled_from(["k1", "k2"]), base=st.integers(0, 2),
           deadline=st.integers(-100, 20_000), dt=st.integers(0, 2000))  # fmt: skip
@@ -362,13 +371,29 @@ def test_a_heartbeat_read_after_a_later_vote_retallies_as_if_read_in_order() -> 
     assert isinstance(got[0], DecisionOut) and (got[0].payload.decided_at, got[0].payload.quorum_basis) == (300, 3)
 
 
-def test_a_heartbeat_logged_after_the_last_vote_decides_nothing() -> None:
+def test_a_heartbeat_logged_more_than_the_window_after_the_last_vote_decides_nothing() -> None:
     gs = GovernanceState(CFG)
     beat(gs, "a", 0)
     beat(gs, "b", 0)
     propose(gs, "p1", 50)
     vote(gs, "a", "p1", 200)
     vote(gs, "b", "p1", 300)
-    env = offline_client("acme", "c").build("presence", {"status": "ACTIVE", "healthy": True}, timestamp_ms=400)
-    assert gs.apply(env, Ref.of(env, "hivemem.accepted.presence", 0, 1000, 400)) == []
+    at = 300 + W + 1
+    env = offline_client("acme", "c").build("presence", {"status": "ACTIVE", "healthy": True}, timestamp_ms=at)
+    assert gs.apply(env, Ref.of(env, "hivemem.accepted.presence", 0, 1000, at)) == []
     assert gs.proposals[("acme", "p1")].decision is None
+
+
+def test_first_heartbeats_logged_just_after_the_votes_and_read_after_them_decide() -> None:
+    """Claws that start and vote at once: their votes (and the proposal) are logged, and read, before their first
+    heartbeats, logged a moment later. A claw with no heartbeat before a vote counts by its first one after it
+    within the window, so those heartbeats, when read, decide the proposal at its last vote's time."""
+    gs = GovernanceState(CFG)
+    propose(gs, "p1", 50)
+    assert vote(gs, "a", "p1", 100) == [] and vote(gs, "b", "p1", 100) == [] and vote(gs, "c", "p1", 100) == []
+    beat(gs, "a", 400)
+    beat(gs, "b", 400)
+    env = offline_client("acme", "c").build("presence", {"status": "ACTIVE", "healthy": True}, timestamp_ms=900)
+    got = gs.apply(env, Ref.of(env, "hivemem.accepted.presence", 0, 1000, 900))
+    assert codes(got) == ["DecisionOut", "FactOut"]
+    assert isinstance(got[0], DecisionOut) and (got[0].payload.decided_at, got[0].payload.quorum_basis) == (100, 3)
