@@ -1,9 +1,10 @@
 """Quorum over active, healthy claws (seed 004, "Why 3+ Claws for Voting").
 
 A claw is in the quorum basis at instant ``t`` if its latest heartbeat logged at or before ``t``
-says ACTIVE and healthy and lies within ``window_ms`` of ``t``; with no heartbeat in that window,
-its first heartbeat logged after ``t`` counts if it lies within the window (heartbeats and votes
-travel on different partitions, so a heartbeat logged just after a vote may be read before it).
+says ACTIVE and healthy and lies within ``window_ms`` of ``t``; a claw just starting, with no
+heartbeat before ``t``, counts by its first heartbeat if that lies within the window after ``t``
+(a claw may vote as it starts, and heartbeats and votes travel on different partitions). A claw
+that fell silent does not count for a vote by coming back after it.
 Only votes of claws in the basis count; the majority is floor(n/2)+1 and needs at least
 ``MIN_PARTICIPANTS`` claws in the basis.
 
@@ -75,8 +76,9 @@ class Presence:
                 before = r
             elif after is None:
                 after = r
-        if before is not None and at - before.last <= window_ms:  # inside the run, or just after it
-            return before.ok
+        if before is not None:  # inside the run, or just after it
+            return at - before.last <= window_ms and before.ok
+        # A claw just starting (no heartbeat before ``at``): its first heartbeat, if within the window.
         return after is not None and after.first - at <= window_ms and after.ok
 
 

@@ -193,12 +193,13 @@ class Reference:
         self.facts: dict[str, int] = {}
 
     def active_at(self, t: int) -> set[str]:
-        """The latest heartbeat at or before ``t`` within the window; if none, the first after it within it."""
+        """The latest heartbeat at or before ``t``, if within the window; a claw with none before ``t``: its first,
+        if within the window after it."""
         active = set()
         for c, beats in self.seen.items():
-            before = [(at, ok) for at, ok in beats if t - W <= at <= t]
+            before = [(at, ok) for at, ok in beats if at <= t]
             after = [(at, ok) for at, ok in beats if t < at <= t + W]
-            if (before and before[-1][1]) or (not before and after and after[0][1]):
+            if (before and t - before[-1][0] <= W and before[-1][1]) or (not before and after and after[0][1]):
                 active.add(c)
         return active
 
