@@ -17,8 +17,8 @@ Rules:
   newer heartbeats (presence read ahead through an outage) is judged by the heartbeats around
   its own log time;
 - presence and votes travel on different topics, so a heartbeat can be read after a vote
-  it counts for: one logged before the vote, or up to the window after it (quorum.py: a claw with
-  no heartbeat in the window before a vote counts by its first one after). Such a heartbeat
+  it counts for: one logged before the vote, or up to the window after it (quorum.py: a claw just
+  starting, with no heartbeat before a vote, counts by its first one after). Such a heartbeat
   re-tallies the tenant's open proposals at their last vote's log time: the verdict is then the
   one an in-order read gives, whatever the batching (a replay reproduces it). A heartbeat logged
   more than the window after the last vote changes nothing;
