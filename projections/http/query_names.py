@@ -8,6 +8,10 @@ and a parameter the route does not read refused instead of ignored.
   query key the matched route does not read: ``?userid=ana`` must not read as "no user" and
   answer ``[]``. The detail lists what the route reads; it quotes the unknown key only bounded
   and escaped (a key is a name, never a value).
+- The same dependency answers 422 ``REPEATED_PARAMETER`` for a key sent twice when the route reads
+  it as one value (every route here does): FastAPI would take the last value silently, so
+  ``?waitMs=[]&waitMs=0`` would pass as ``waitMs=0``. The snake_case and camelCase spellings of one
+  name are the same key.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 from urllib.parse import quote, unquote_to_bytes
 
 from fastapi import Request
+from fastapi._compat.shared import field_annotation_is_sequence
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from pydantic.alias_generators import to_camel
@@ -56,19 +61,23 @@ class CamelQuery:
         await self.app(scope, receive, send)
 
 
-def _reads(dep: Dependant) -> frozenset[str]:
+def _reads(dep: Dependant) -> tuple[frozenset[str], frozenset[str]]:
+    """(every query name the dependant reads, those it reads as a list), its dependencies' included."""
     own = {p.alias for p in dep.query_params}
+    lists = {p.alias for p in dep.query_params if field_annotation_is_sequence(p.field_info.annotation)}
     for sub in dep.dependencies:
-        own |= _reads(sub)
-    return frozenset(own)
+        sub_own, sub_lists = _reads(sub)
+        own |= sub_own
+        lists |= sub_lists
+    return frozenset(own), frozenset(lists)
 
 
 _CACHED = "_hivemem_query_names"  # kept on the route object itself: routes are unhashable, and ids get reused
 
 
-def route_query_names(route: APIRoute) -> frozenset[str]:
-    """The query parameter names a route reads, its dependencies' included (computed once per route)."""
-    names: frozenset[str] | None = getattr(route, _CACHED, None)
+def route_query_names(route: APIRoute) -> tuple[frozenset[str], frozenset[str]]:
+    """The query names a route reads and those read as lists, dependencies' included (computed once per route)."""
+    names: tuple[frozenset[str], frozenset[str]] | None = getattr(route, _CACHED, None)
     if names is None:
         names = _reads(route.dependant)
         setattr(route, _CACHED, names)
@@ -84,7 +93,8 @@ async def refuse_unknown_query(request: Request) -> None:
     route = request.scope.get("route")
     if not isinstance(route, APIRoute) or not request.scope.get("query_string"):
         return
-    reads = route_query_names(route)
+    reads, lists = route_query_names(route)
+    seen: set[str] = set()
     for pair in request.scope["query_string"].split(b"&"):
         raw = pair.partition(b"=")[0]
         if not raw:
@@ -94,3 +104,7 @@ async def refuse_unknown_query(request: Request) -> None:
             known = ", ".join(sorted(reads)) or "none"
             raise ApiError(422, "UNKNOWN_PARAMETER",
                            f"unknown query parameter {_shown(key)!r}; this route reads: {known}")  # fmt: skip
+        if key in seen and key not in lists:
+            raise ApiError(422, "REPEATED_PARAMETER",
+                           f"query parameter {_shown(key)!r} is sent more than once; it takes one value")  # fmt: skip
+        seen.add(key)
