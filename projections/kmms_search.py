@@ -99,11 +99,14 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
              "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
     rankings: list[list[str]] = []
     wants_text = mode in ("hybrid", "text") and bool(text.strip())
+    if wants_text or (vector is not None and mode in ("hybrid", "vector")):
+        p["stats"] = await _corpus_stats(conn, p)  # read once: both rankings need them
     by_text: list[str] | None = None  # full text, when it ran beside the nearest vectors
     if vector is not None and mode in ("hybrid", "vector"):
         p["q"] = vector_literal(vector)
-        await conn.execute("SET LOCAL hnsw.ef_search = 100")
-        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        # SET LOCAL hnsw.ef_search = 100, hnsw.iterative_scan = relaxed_order: in one round trip.
+        await conn.execute("SELECT set_config('hnsw.ef_search', '100', true), "
+                           "set_config('hnsw.iterative_scan', 'relaxed_order', true)")  # fmt: skip
         window = await _window_units(conn, where, p) if start is not None else None
         if window is not None and window <= EXACT_WINDOW:
             # A window of few units: each unit's exact best distance (its own vector or a sentence's). The HNSW
@@ -186,7 +189,9 @@ async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int, window:
             "AND v.scope = %(s)s")  # fmt: skip
     # The parent unit's id is computed before the join: a join on a function of the row (regexp_replace is not
     # leakproof) cannot use the units' primary key under row-level security, and became a scan of them all.
-    near = ("SELECT v.unit_id, regexp_replace(v.unit_id, '~s[0-9]+$', '') AS parent, v.voice, "
+    # Only a sentence's id is cut back to its unit's: regexp_replace costs ~13 us a row, most of an exact scan.
+    near = ("SELECT v.unit_id, CASE WHEN v.kind = 'sentence' THEN regexp_replace(v.unit_id, '~s[0-9]+$', '') "
+            "ELSE v.unit_id END AS parent, v.voice, "
             "v.embedding <=> %(q)s::vector AS d FROM kmms.kmms_vectors v WHERE " + mine)  # fmt: skip
     # Ranked first, then each row's unit looked up in that order until ``want`` pass: joining them all first
     # probed the units' key for every one of the 1,000 nearest (3.7 of 14 ms at 100,000 episodes; now ~200).
@@ -273,6 +278,8 @@ async def _lexemes_and_common(conn: Conn, p: dict[str, Any], said: bool,
 
 async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float, int, float]:
     """A memory's units and their average full-text length; those with words of the owner's, and theirs."""
+    if "stats" in p:  # read already by this search (``unit_candidates``)
+        return p["stats"]  # type: ignore[no-any-return]
     key = (str(p["t"]), str(p["c"]), str(p["s"]))
     cached = _stats.get(key)
     if cached is not None and cached[1] >= EXACT_STATS_BELOW and time.monotonic() - cached[0] < STATS_TTL_S:
