@@ -82,6 +82,11 @@ async def _ranked(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
     return [str(r[0]) for r in await cur.fetchall()]
 
 
+async def _distances(conn: Conn, sql: str, params: dict[str, Any]) -> list[tuple[str, float]]:
+    cur = await conn.execute(sql, params)  # type: ignore[arg-type]
+    return [(str(r[0]), float(str(r[1]))) for r in await cur.fetchall()]
+
+
 async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
                           bound: int, start: int | None, n: int, pool: AsyncConnectionPool | None = None,
                           voices: dict[str, float] | None = None, said: bool = False, *,
@@ -102,26 +107,35 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     if wants_text or (vector is not None and mode in ("hybrid", "vector")):
         p["stats"] = await _corpus_stats(conn, p)  # read once: both rankings need them
     by_text: list[str] | None = None  # full text, when it ran beside the nearest vectors
+    known: dict[str, float] = {}  # unit -> its similarity, read off an exact scan
     if vector is not None and mode in ("hybrid", "vector"):
         p["q"] = vector_literal(vector)
         # SET LOCAL hnsw.ef_search = 100, hnsw.iterative_scan = relaxed_order: in one round trip.
         await conn.execute("SELECT set_config('hnsw.ef_search', '100', true), "
                            "set_config('hnsw.iterative_scan', 'relaxed_order', true)")  # fmt: skip
         window = await _window_units(conn, where, p) if start is not None else None
+        exact_scan = (window is not None and window <= EXACT_WINDOW) or p["stats"][0] < EXACT_STATS_BELOW
         if window is not None and window <= EXACT_WINDOW:
             # A window of few units: each unit's exact best distance (its own vector or a sentence's). The HNSW
             # scan below would walk the whole memory's nearest vectors to find the window's (250-340 ms for the
             # 7,000-12,000 units of a weekend at 100,000 episodes; this: 60-100 ms).
-            ranked = await _window_ranking(conn, pool, m.tenant, where, p, window, cfg.split_window)
+            near = await _window_ranking(conn, pool, m.tenant, where, p, window, cfg.split_window)
         elif wants_text and pool is not None and spare(pool):
             # Full text on a connection of its own, side by side with the nearest vectors (one core each).
             side = dict(p)
-            ranked, by_text = await side_by_side(conn, pool, m.tenant, _nearest(conn, where, p, 3 * n, window),
+            near, by_text = await side_by_side(conn, pool, m.tenant, _nearest(conn, where, p, 3 * n, window),
                                                  lambda c: _bm25_units(c, side, prune=True, said=said,
                                                                        common_share=cfg.common_share))  # fmt: skip
         else:
-            ranked = await _nearest(conn, where, p, 3 * n, window)
-        rankings.append(list(dict.fromkeys(ranked))[:n])
+            near = await _nearest(conn, where, p, 3 * n, window)
+        best: dict[str, float] = {}  # unit -> its best (voice-adjusted) distance: its first row's
+        for u, d in near:
+            best.setdefault(u, d)
+        rankings.append(list(best)[:n])
+        if not any(v.values()) and exact_scan:
+            # No voice adjusts a distance, and each distance is exact: they are the units' similarities, which
+            # the read below then need not compute again (~30 us a unit: most of a small memory's read).
+            known = {u: 1.0 - d for u, d in best.items()}
     if wants_text:
         if by_text is None:
             by_text = await _bm25_units(conn, p, prune=bool(rankings), said=said, common_share=cfg.common_share)
@@ -134,6 +148,9 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     if "q" in p and cfg.feedback_beta > 0 and len(fused) > 2:  # the moved question's similarities, in the same read
         p |= {"beta": cfg.feedback_beta, "top": p["ids"][:FEEDBACK_TOP]}
         sims, fb = FEEDBACK_SIMILARITIES, f", {FEEDBACK_MEAN}"
+    elif known:  # computed only for the units the scan did not rank (those full text alone found)
+        p["known"] = list(known)
+        sims = f"CASE WHEN u.unit_id = ANY(%(known)s) THEN NULL ELSE {sims} END"
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
         f"{sims} FROM kmms.kmms_units u{fb} WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
@@ -142,13 +159,13 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     rows = {str(r[0]): r for r in await cur.fetchall()}
     if fb:
         fused = feedback_order(fused, {u: _third(r[7]) for u, r in rows.items()}, FEEDBACK_WEIGHT)
-    return [unit_hit(rows[u], score) for u, score in fused if u in rows]
+    return [unit_hit(rows[u], score, known.get(u)) for u, score in fused if u in rows]
 
 
-def unit_hit(r: Sequence[object], fused: float) -> UnitHit:
+def unit_hit(r: Sequence[object], fused: float, similarity: float | None = None) -> UnitHit:
     """A row of (unit_id, episode_id, session_id, thread_id, text, occurred_at, logged_at, ``UNIT_SIMILARITIES``)
-    as a hit with the ``fused`` score."""
-    pair: Any = r[7]
+    as a hit with the ``fused`` score; given its ``similarity`` (no voice adjusting it), the row's is not read."""
+    pair: Any = (similarity, similarity) if similarity is not None else r[7]
     raw, voiced = (float(pair[0] or 0.0), float(pair[1] or 0.0)) if pair else (0.0, 0.0)
     return UnitHit(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), fused, raw,
                    voiced)  # fmt: skip
@@ -174,9 +191,11 @@ STATS_TTL_S = 60.0
 _stats: dict[tuple[str, str, str], tuple[float, int, float, int, float]] = {}
 
 
-async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int, window: int | None = None) -> list[str]:
-    """Units by distance to the query, one row per vector (a unit's own, kind 'unit', and its sentences',
-    kind 'sentence', id ``<unit>~s<n>``: a unit ranks by its best), ``want`` rows, within ``where``.
+async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int,
+                   window: int | None = None) -> list[tuple[str, float]]:  # fmt: skip
+    """Units by distance to the query, one (unit, voice-adjusted distance) row per vector (a unit's own, kind
+    'unit', and its sentences', kind 'sentence', id ``<unit>~s<n>``: a unit ranks by its best, its first row),
+    ``want`` rows, within ``where``.
 
     The memory's vectors are read by themselves first, and only then joined to their units (time, thread):
     in one joined statement under the application role's row-level security, the planner scanned every
@@ -195,19 +214,19 @@ async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int, window:
             "v.embedding <=> %(q)s::vector AS d FROM kmms.kmms_vectors v WHERE " + mine)  # fmt: skip
     # Ranked first, then each row's unit looked up in that order until ``want`` pass: joining them all first
     # probed the units' key for every one of the 1,000 nearest (3.7 of 14 ms at 100,000 episodes; now ~200).
-    then = (f"SELECT r.parent FROM (SELECT near.unit_id, near.parent, near.d + {VOICED.format(v='near')} AS adj "
+    then = (f"SELECT r.parent, r.adj FROM (SELECT near.unit_id, near.parent, near.d + {VOICED.format(v='near')} AS adj "
             "FROM near ORDER BY adj, near.unit_id) r WHERE EXISTS (SELECT 1 FROM kmms.kmms_units u WHERE "
             f"u.tenant = %(t)s AND u.unit_id = r.parent AND {where}) "
             "ORDER BY r.adj, r.unit_id LIMIT %(want)s")  # fmt: skip
     if units < EXACT_STATS_BELOW:
-        return await _ranked(conn, f"WITH near AS MATERIALIZED ({near}) {then}", {**p, "want": want})
+        return await _distances(conn, f"WITH near AS MATERIALIZED ({near}) {then}", {**p, "want": want})
     k = NEAREST_FIRST
     if window:  # twice the rows the window's share of the memory should yield
         k = min(NEAREST_MAX, max(k, 2 * want * units // window))
     while True:
         await conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {max(20_000, 2 * k)}")
-        rows = await _ranked(conn, f"WITH near AS MATERIALIZED ({near} ORDER BY d LIMIT %(k)s) {then}",
-                             {**p, "want": want, "k": k})  # fmt: skip
+        rows = await _distances(conn, f"WITH near AS MATERIALIZED ({near} ORDER BY d LIMIT %(k)s) {then}",
+                                {**p, "want": want, "k": k})  # fmt: skip
         if len(rows) >= want or k >= 2 * units or k >= NEAREST_MAX:
             return rows
         k *= 4
@@ -232,26 +251,26 @@ def spare(pool: AsyncConnectionPool) -> bool:
 
 
 async def _window_ranking(conn: Conn, pool: AsyncConnectionPool | None, tenant: str, where: str, p: dict[str, Any],
-                          window: int, split: int = DEFAULT.split_window) -> list[str]:  # fmt: skip
+                          window: int, split: int = DEFAULT.split_window) -> list[tuple[str, float]]:  # fmt: skip
     """A time window's units by exact distance. Each unit costs an index probe per vector id and a distance
     (about 4.5 us; 50-70 ms for the 12,000-18,000 units of a weekend at 100,000 episodes), and Postgres will
     not plan this in parallel. So a window of ``split`` units or more, when the pool has a connection to
     spare, is ranked as two halves of time side by side, one core each, and the halves' best are merged: the
     same units in the same order (ties on distance by unit id)."""
     if pool is None or window < split or not spare(pool):
-        return [u for u, _ in await _exact(conn, where, p)]
+        return await _exact(conn, where, p)
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.occurred_at FROM kmms.kmms_units u WHERE {where} ORDER BY u.occurred_at OFFSET %(half)s LIMIT 1",
         {**p, "half": window // 2})  # fmt: skip
     row = await cur.fetchone()
     if row is None:
-        return [u for u, _ in await _exact(conn, where, p)]
+        return await _exact(conn, where, p)
     halves = {**p, "mid": int(str(row[0]))}
 
     early, late = where + " AND u.occurred_at <= %(mid)s", where + " AND u.occurred_at > %(mid)s"
     first, second = await side_by_side(conn, pool, tenant, _exact(conn, early, halves),
                                        lambda c: _exact(c, late, halves))  # fmt: skip
-    return [u for u, _ in sorted(first + second, key=lambda r: (r[1], r[0]))[: int(p["n"])]]
+    return sorted(first + second, key=lambda r: (r[1], r[0]))[: int(p["n"])]
 
 
 async def _window_units(conn: Conn, where: str, p: dict[str, Any]) -> int:

@@ -207,7 +207,7 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
 
     monkeypatch.setattr(kmms_search, "_exact", counted)
 
-    async def ranking(max_size: int, use_pool: bool) -> tuple[list[str], int]:
+    async def ranking(max_size: int, use_pool: bool) -> tuple[list[tuple[str, float]], int]:
         calls.clear()
         async with app_pool(stack, max_size=max_size) as pool, tenant_tx(pool, "mem-b") as conn:
             where = "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"
@@ -257,7 +257,7 @@ def test_a_large_memorys_nearest_units_rank_as_a_small_ones(person: MemoryClient
                  "v_told": -0.1, "v_reply": 0.2, "bound": bound, "start": -(2**62), "th": None}  # fmt: skip
             if exact:
                 return [u for u, _ in await kmms_search._exact(conn, where, p)]
-            return list(dict.fromkeys(await kmms_search._nearest(conn, where, p, 40)))[:6]
+            return list(dict.fromkeys(u for u, _ in await kmms_search._nearest(conn, where, p, 40)))[:6]
 
     middle = times[len(times) // 2]
     for bound in (2**62, middle):
