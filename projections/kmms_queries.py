@@ -43,7 +43,7 @@ from projections.kmms_search import (
     UnitHit,
     node_candidates,
 )
-from projections.queries import tenant_tx
+from projections.queries import side_by_side, tenant_tx
 from projections.verdicts import audit_refusal, poll_verdict
 
 FAR_FUTURE = 2**62
@@ -255,20 +255,27 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
     bound = (
         min(as_of, intent.end_ms + TOLD_LATER_MS) if intent.kind == "WINDOW" and intent.end_ms is not None else as_of
     )
-    fallback = False
     async with tenant_tx(pool, m.tenant) as conn:
         terms = await known_terms(conn, m, sp.query)
         # A question about the user's life: the voices' prior, and full text over what the user said.
         voices, said = cfg.voice.adjustments(sp.query), addressee(sp.query) == "user" and cfg.said_text
-        units = await first_stage(conn, pool, m, sp.vector, sp.model, text, sp.mode, bound, start, as_of,
-                                  4 * sp.k + 20, voices, said, cfg=cfg)  # fmt: skip
         flt, params = node_filter(intent, as_of)
-        nodes = await node_candidates(conn, m, sp.vector, sp.model, text, sp.mode, flt, params, 3 * sp.k, cfg=cfg)
-        if not nodes and intent.kind == "CURRENT":  # X-15: only superseded content matches
-            nodes = await node_candidates(conn, m, sp.vector, sp.model, text, sp.mode,
+
+        async def derived(c: Any) -> tuple[list[NodeRow], bool]:  # the L1-L3 candidates, and whether X-15 applied
+            nodes = await node_candidates(c, m, sp.vector, sp.model, text, sp.mode, flt, params, 3 * sp.k, cfg=cfg)
+            if nodes or intent.kind != "CURRENT":
+                return nodes, False
+            # X-15: only superseded content matches
+            nodes = await node_candidates(c, m, sp.vector, sp.model, text, sp.mode,
                                           "n.event_time <= %(as_of)s AND n.valid_from <= %(as_of)s",
                                           {"as_of": as_of}, 3 * sp.k, cfg=cfg)  # fmt: skip
-            fallback = bool(nodes)
+            return nodes, bool(nodes)
+
+        # The units' first stage and the derived nodes' candidates on two connections at once (one when the pool
+        # has none to spare): neither reads the other's.
+        units, (nodes, fallback) = await side_by_side(
+            conn, pool, m.tenant, first_stage(conn, pool, m, sp.vector, sp.model, text, sp.mode, bound, start, as_of,
+                                              4 * sp.k + 20, voices, said, cfg=cfg), derived)  # fmt: skip
         if intent.kind == "EVOLUTION":  # the best facts' whole version chains, each in time order
             keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))
             chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)
