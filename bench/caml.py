@@ -51,12 +51,12 @@ from governance.caml.taxonomy import DOMAINS
 from governance.pii import cascade, regex_stage
 from hivemem.demo import claw_client
 from hivemem.settings import Settings
-from processors.caml_embedder import embedding_text
+from processors.caml.embedder import embedding_text
 from producers.caml_client import CamlClient, CamlError
 from producers.claw_client import ClawClient, producer_config
-from projections import caml_queries as q
 from projections.auth import mint_token
-from projections.read_models.caml import index_name
+from projections.caml import queries as q
+from projections.vectors import index_name
 from streams.kafka import Watermarks, consumer_config
 
 TENANTS = ("acme", "globex", "initech", "umbrella", "hooli", "soylent", "tyrell", "wonka")
@@ -501,7 +501,7 @@ def recall_parts(settings: Settings, tenant: str, qs: list[tuple[str, str]]) -> 
 
 
 def explain(settings: Settings, tenant: str, model: str, text: str, domain: str | None) -> list[str]:
-    """EXPLAIN ANALYZE of the recall query (as ``projections.caml_queries.recall`` builds it), as the app role."""
+    """EXPLAIN ANALYZE of the recall query (as ``projections.caml.queries.recall`` builds it), as the app role."""
     from hivemem.caml_wiring import embedder
 
     vec = "[" + ",".join(f"{x:.7g}" for x in embedder().embed_query(text)) + "]"

@@ -50,7 +50,7 @@ from hivemem.demo import claw_client
 from hivemem.settings import Settings
 from producers.claw_client import EnvelopePublisher, producer_config
 from projections.auth import mint_token
-from projections.kstar_io import ImportResult, Writer, connect, export_document, import_document
+from projections.kstar.io import ImportResult, Writer, connect, export_document, import_document
 
 TENANT = "acme"
 CLAW = "bench-claw"

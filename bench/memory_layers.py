@@ -33,7 +33,7 @@ class Consolidated:
 def consolidate_locally(corpus: Corpus) -> Consolidated:
     from governance.kmms.consolidation import ConsolidationEngine, ScopeState
     from governance.kmms.values import USER_ENTITY, EpisodeText
-    from inference.kmms_local import LocalConsolidator
+    from inference.kmms.local import LocalConsolidator
 
     out = Consolidated()
     engine = ConsolidationEngine(LocalConsolidator())
@@ -54,8 +54,8 @@ def l0_lookup_ms(db_url: str, tenant: str, corpus: Corpus) -> list[float]:
     """One timed ``known_terms`` per question, on its user's memory (after 5 untimed warm-up lookups)."""
     from psycopg_pool import AsyncConnectionPool
 
-    from projections.kmms_queries import known_terms
-    from projections.kmms_search import Memory
+    from projections.kmms.queries import known_terms
+    from projections.kmms.search import Memory
     from projections.queries import tenant_tx
 
     async def run() -> list[float]:

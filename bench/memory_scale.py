@@ -53,7 +53,7 @@ def build(db_url: str, tenant: str, claw: str, scope: str, target: int, seed: in
           only_own: bool = False) -> Scaled:  # fmt: skip
     """Fill the memory (tenant, claw, scope) up to ``target`` episodes with moved copies of the tenant's
     episodes (``only_own``: of the memory's own)."""
-    from projections.read_models.kmms import index_name
+    from projections.kmms.read_model import index_name
 
     rnd = random.Random(seed)
     rng = np.random.default_rng(seed)
@@ -125,7 +125,7 @@ def build(db_url: str, tenant: str, claw: str, scope: str, target: int, seed: in
         out.load_s = time.perf_counter() - t0
         t1 = time.perf_counter()
         conn.execute("SET maintenance_work_mem = '1GB'")
-        # The projector's own DDL (projections/read_models/kmms.py), so its cache of built indexes stays right.
+        # The projector's own DDL (projections/kmms/read_model.py), so its cache of built indexes stays right.
         conn.execute(f"CREATE INDEX IF NOT EXISTS {index_name(model)} ON kmms.kmms_vectors USING hnsw "
                      f"(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
                      f"WHERE model = '{model.replace(chr(39), chr(39) * 2)}'")  # fmt: skip

@@ -35,7 +35,7 @@ from contracts.positions import LogPosition
 from contracts.topics import DEFAULT_PARTITIONS
 from governance.kmms.units import sentences_of, units_of
 from hivemem.settings import Settings
-from processors.kmms_core import partition_of
+from processors.kmms.core import partition_of
 
 MEMORIES = 300
 MODEL = "bench-minilm"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Tests the LLM back-ends (the KMMS consolidator, inference/kmms_llm.py; CLAM's perceiver, critic and renderer,
-# inference/clam_llm.py) against a REAL OpenAI-compatible server:
+# Tests the LLM back-ends (the KMMS consolidator, inference/kmms/llm.py; CLAM's perceiver, critic and renderer,
+# inference/clam/llm.py) against a REAL OpenAI-compatible server:
 # llama-cpp-python's llama_cpp.server serving SmolLM2-135M-Instruct (tests/llm). Not part of ./run.sh test:
 # the first run builds llama-cpp-python from source (needs cmake and a C++ compiler; several minutes).
 #   bash deploy/llm_test.sh [pytest args]

@@ -19,7 +19,7 @@ from rich.console import Console
 from contracts.caml_records import CamlMerkleRoot, decode_caml, encode_caml
 from contracts.topics import DEFAULT_PARTITIONS
 from hivemem.settings import Settings
-from projections.audit_roots import compute_roots, log_leaves, read_model_leaves, verify
+from projections.caml.audit_roots import compute_roots, log_leaves, read_model_leaves, verify
 from streams.kafka import high_watermarks, producer_config, read_topics
 from streams.offsets import stored_offsets
 

@@ -25,7 +25,7 @@ def gc_ticks(settings: Settings, stop: threading.Event) -> None:
 
     from contracts.models import ClamPayload
     from producers.claw_client import EnvelopePublisher, producer_config
-    from projections.kstar_io import Writer
+    from projections.kstar.io import Writer
 
     interval_s = ClamConfig.from_mapping(settings.clam_config()).gc_interval_ms / 1000
     publisher = EnvelopePublisher(Producer(producer_config(settings.require_kafka())), settings.topics)

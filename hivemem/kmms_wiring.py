@@ -8,17 +8,17 @@ from __future__ import annotations
 import os
 
 from governance.kmms.consolidation import DEFAULT_BATCH, Consolidator
-from processors.kmms_enricher import Enricher
+from processors.kmms.enricher import Enricher
 
 
 def enricher() -> Enricher:
-    from inference.kmms_enrich import enricher_from_env
+    from inference.kmms.enrich import enricher_from_env
 
     return enricher_from_env(os.environ)
 
 
 def consolidator() -> Consolidator:
-    from inference.kmms_backends import consolidator_from_env
+    from inference.kmms.backends import consolidator_from_env
 
     return consolidator_from_env(os.environ)
 

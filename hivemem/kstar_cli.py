@@ -1,6 +1,6 @@
 """``hivemem export`` / ``hivemem import`` / ``hivemem verify-bundle``: a claw's KSTAR memory to a
 ``kstar-bundle`` file and back (docs/kstar.md), with progress bars. What they run is
-``projections.kstar_io``'s, the same code the HTTP routes ``/kstar/v1/export`` and ``/kstar/v1/import`` run."""
+``projections.kstar.io``'s, the same code the HTTP routes ``/kstar/v1/export`` and ``/kstar/v1/import`` run."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from governance.kstar import bundle as b
 from governance.kstar.tokens import issuer_key
 from hivemem.settings import Settings
-from projections.kstar_io import Writer, connect, export_document, import_document, write_document
+from projections.kstar.io import Writer, connect, export_document, import_document, write_document
 
 
 def _bar(console: Console, what: str) -> Progress:

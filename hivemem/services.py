@@ -17,22 +17,22 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from deploy.process import die_with_parent
-from governance.gate import GateConfig
+from governance.gate.checks import GateConfig
 from governance.identity import DeploymentKeys
 from hivemem.settings import Settings
+from projections.caml.read_model import CamlProjection
+from projections.clam.read_model import ClamProjection
+from projections.gate.audit import AuditProjection
+from projections.gate.claws import ClawsProjection
+from projections.kmms.read_model import KmmsProjection
+from projections.kmp.read_model import KmpProjection
+from projections.kstar.read_model import KstarProjection
 from projections.read_models import Projection
-from projections.read_models.audit import AuditProjection
-from projections.read_models.caml import CamlProjection
-from projections.read_models.clam import ClamProjection
-from projections.read_models.claws import ClawsProjection
-from projections.read_models.governance import GovernanceProjection
-from projections.read_models.kmms import KmmsProjection
-from projections.read_models.kmp import KmpProjection
-from projections.read_models.kstar import KstarProjection
+from projections.votes.read_model import GovernanceProjection
 from streams.kafka import TP
 
 if TYPE_CHECKING:
-    from inference.clam_llm import ClamLlm
+    from inference.clam.llm import ClamLlm
 from streams.processor import Processor
 from streams.runtime import StreamRuntime
 
@@ -108,7 +108,7 @@ def run_processors(settings: Settings, processors: list[Processor],
 
 
 def gate_processor(settings: Settings) -> Processor:
-    from processors.gate_core import GateProcessor
+    from processors.gate.core import GateProcessor
 
     config = settings.load_config()
     return GateProcessor(GateConfig(topics=settings.topics, tenants=config.tenants,
@@ -116,30 +116,30 @@ def gate_processor(settings: Settings) -> Processor:
 
 
 def governance_processor(settings: Settings) -> Processor:
-    from processors.governance_core import GovernanceProcessor
+    from processors.votes.core import GovernanceProcessor
 
     return GovernanceProcessor(settings.voting(), settings.topics, settings.load_config().system_signer())
 
 
 def kstar_processor(settings: Settings) -> Processor:
-    from processors.kstar_core import KstarProcessor
+    from processors.kstar.core import KstarProcessor
 
     return KstarProcessor(settings.topics, settings.load_config().token_secret)
 
 
 def clam_llm(settings: Settings) -> ClamLlm | None:
-    """The CLAM LLM back-end (inference.clam_llm.ClamLlm) when HIVEMEM_LLM_URL is set and ``[clam] use_llm``
+    """The CLAM LLM back-end (inference.clam.llm.ClamLlm) when HIVEMEM_LLM_URL is set and ``[clam] use_llm``
     is not false; else None (the local deterministic back-ends)."""
     from governance.clam.config import ClamConfig
-    from inference.clam_llm import clam_llm_from_env
+    from inference.clam.llm import clam_llm_from_env
 
     return clam_llm_from_env(os.environ) if ClamConfig.from_mapping(settings.clam_config()).use_llm else None
 
 
 def clam_processor(settings: Settings) -> Processor:
     from governance.clam.config import ClamConfig
-    from inference.clam_llm import FallbackCritic, FallbackPerceiver
-    from processors.clam_core import ClamProcessor
+    from inference.clam.llm import FallbackCritic, FallbackPerceiver
+    from processors.clam.core import ClamProcessor
 
     cfg, llm = ClamConfig.from_mapping(settings.clam_config()), clam_llm(settings)
     if llm is None:
@@ -151,8 +151,8 @@ def caml_processors(settings: Settings) -> list[Processor]:
     """The caml processor (PII cascade, reputation, rate limits) and the embedder."""
     from governance.caml.rate_limit import tier_limit
     from hivemem.caml_wiring import pii_scanner, warm_embedder
-    from processors.caml_core import CamlProcessor
-    from processors.caml_embedder import EmbedderProcessor
+    from processors.caml.core import CamlProcessor
+    from processors.caml.embedder import EmbedderProcessor
 
     config = settings.load_config()
     limits = {name: tier_limit(policy.caml_tier) for name, policy in config.tenants.items()}
@@ -163,9 +163,9 @@ def caml_processors(settings: Settings) -> list[Processor]:
 def kmms_processors(settings: Settings) -> list[Processor]:
     """KMMS: the write path (PII policy, dedup), enrichment, consolidation and the embedder(s)."""
     from hivemem.kmms_wiring import consolidation_batch, consolidator, enricher
-    from processors.kmms_consolidator import KmmsConsolidatorProcessor
-    from processors.kmms_core import KmmsProcessor
-    from processors.kmms_enricher import KmmsEnricherProcessor
+    from processors.kmms.consolidator import KmmsConsolidatorProcessor
+    from processors.kmms.core import KmmsProcessor
+    from processors.kmms.enricher import KmmsEnricherProcessor
 
     policies = {name: p.memory_pii for name, p in settings.load_config().tenants.items()}
     names = settings.topics
@@ -180,7 +180,7 @@ def kmms_embedders(settings: Settings) -> list[Processor]:
     embedding what arrives, so the old vectors can serve until the new model has re-embedded everything)."""
     from hivemem.caml_wiring import warm_embedder, warm_previous_embedder
     from hivemem.kmms_wiring import round_sentences
-    from processors.kmms_embedder import KmmsEmbedderProcessor
+    from processors.kmms.embedder import KmmsEmbedderProcessor
 
     previous = warm_previous_embedder()
     models = [warm_embedder(), *([previous] if previous is not None else [])]
@@ -290,7 +290,7 @@ def main(argv: list[str]) -> None:
     elif which == "kmms":
         run_processors(settings, kmms_processors(settings))
     elif which == "kmp":
-        from processors.kmp_core import KmpProcessor
+        from processors.kmp.core import KmpProcessor
 
         run_processors(settings, [KmpProcessor(settings.topics)])
     elif which == "kstar":

@@ -34,6 +34,9 @@ from pydantic import BaseModel, ValidationError
 
 from inference.pii_llm import chat_endpoint
 
+# The model asked for when HIVEMEM_LLM_MODEL is unset (KMMS's consolidator and CLAM's LLM).
+DEFAULT_LLM_MODEL = "smollm2"
+
 log = logging.getLogger(__name__)
 
 RETRY_ECHO_CHARS = 1_200  # how much of a refused answer a retry shows the model

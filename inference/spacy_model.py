@@ -1,5 +1,5 @@
 """The spaCy pipeline the NER back-ends share (PII stage 2 in ``inference.ner``, KMMS enrichment in
-``inference.kmms_enrich``): which model, and loading it once, on first use, with only the components NER needs.
+``inference.kmms.enrich``): which model, and loading it once, on first use, with only the components NER needs.
 """
 
 from __future__ import annotations

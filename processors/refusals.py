@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import hashlib
 
-from contracts.avro import encode_rejection
+from contracts.avro import ContractError, decode_record, encode_rejection
 from contracts.models import Rejection
 from contracts.topics import TopicNames
-from governance.gate import RecordMeta, derived_event_id
-from processors.gate_core import meta_of
+from governance.refusals import RecordMeta, derived_event_id
 from streams.records import LogRecord, OutRecord
 
 
@@ -28,3 +27,11 @@ def stage_rejection(names: TopicNames, stage: str, rec: LogRecord, code: str, de
                     original_size=len(value), original_sha256=hashlib.sha256(value).hexdigest())  # fmt: skip
     key = f"{m.tenant}/{m.type}:{m.event_id}".encode()
     return OutRecord(names.rejected, rec.partition, key, encode_rejection(rej))
+
+
+def meta_of(value: bytes | None) -> RecordMeta | None:
+    """Header fields of a record, as far as they decode, for a refusal that still names its trace."""
+    try:
+        return RecordMeta.of_raw(decode_record(value or b"").record)
+    except (ContractError, AttributeError):
+        return None

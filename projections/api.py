@@ -15,7 +15,7 @@ from fastapi import Depends, FastAPI, Request, Response
 from starlette.routing import Route
 
 from projections.dashboard.routes import Dashboard
-from projections.http import caml, clam, claws, envelopes, governance, health, kmp, kstar, memory
+from projections.http import caml, clam, claws, envelopes, health, kmms, kmp, kstar, votes
 from projections.http.context import DEFAULT_PROCESSORS, ApiDeps, Ctx
 from projections.http.errors import install_error_handlers
 from projections.http.limits import MAX_BODY_BYTES, BodyLimit
@@ -71,7 +71,7 @@ def create_app(deps: ApiDeps) -> FastAPI:
     app.add_middleware(TextGuard)
     # Outermost (added last): an oversized body is refused before anything reads it.
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
-    for area in (health, envelopes, claws, governance, caml, memory, kmp, kstar, clam):
+    for area in (health, envelopes, claws, votes, caml, kmms, kmp, kstar, clam):
         app.include_router(area.router(ctx), dependencies=[Depends(refuse_unknown_query)])
     dashboard = Dashboard(ctx)  # the live dashboard (docs/dashboard.md): pushed over a WebSocket, not polled
     app.include_router(dashboard.router)

@@ -11,12 +11,14 @@ from collections.abc import Callable
 import psycopg
 from psycopg import sql
 
-from projections.caml_metrics_migration import caml_metrics_migration
-from projections.caml_migrations import caml_migration
-from projections.clam_migrations import clam_migration
+from projections.caml.metrics_migration import caml_metrics_migration
+from projections.caml.migrations import caml_migration
+from projections.clam.migrations import clam_migration
 from projections.dashboard.migration import clam_dashboard_migration, dashboard_migration
+from projections.gate.audit import AuditProjection
+from projections.gate.claws import ClawsProjection
 from projections.http_migrations import HTTP_MIGRATION_10
-from projections.kmms_migrations import (
+from projections.kmms.migrations import (
     kmms_common_lexemes_migration,
     kmms_erasure_migration,
     kmms_migration,
@@ -25,12 +27,10 @@ from projections.kmms_migrations import (
     kmms_vector_voice_migration,
     kmms_vectors_tenant_key_migration,
 )
-from projections.kmp_migrations import kmp_migration
-from projections.kstar_migrations import kstar_migration
+from projections.kmp.migrations import kmp_migration
+from projections.kstar.migrations import kstar_migration
 from projections.read_models import APP_ROLE
-from projections.read_models.audit import AuditProjection
-from projections.read_models.claws import ClawsProjection
-from projections.read_models.governance import GovernanceProjection
+from projections.votes.read_model import GovernanceProjection
 
 _LOCK_ID = 0x48495645  # "HIVE"
 
@@ -56,7 +56,7 @@ _BASE = [
         PRIMARY KEY (consumer, topic, partition, "offset"))""",
 ]
 
-# The governance processor's own state (processors/governance_store.py); not for the app role.
+# The governance processor's own state (processors/votes/store.py); not for the app role.
 _GOVERNANCE_STATE = [
     "CREATE SCHEMA govproc",
     """CREATE TABLE govproc.proposals (
@@ -142,7 +142,7 @@ _PROPOSAL_STATE_TEXT = [
     "ALTER TABLE govproc.proposals SET (toast_tuple_target = 8160)",
 ]
 
-# Each claw's heartbeat history (governance.quorum.Presence) as JSON runs [[first, last, ok], ...]; a row
+# Each claw's heartbeat history (governance.votes.quorum.Presence) as JSON runs [[first, last, ok], ...]; a row
 # from before has none and is read as its one heartbeat (last_seen, ok), which stays the latest.
 _PRESENCE_HISTORY = ["ALTER TABLE govproc.presence ADD COLUMN IF NOT EXISTS runs text"]
 

@@ -6,7 +6,7 @@ import time
 import uuid
 
 from contracts.topics import TopicNames
-from governance.gate import GateConfig
+from governance.gate.checks import GateConfig
 from governance.identity import DeploymentKeys, TenantPolicy, derive_deployment_key
 from producers.claw_client import ClawClient
 

@@ -6,7 +6,7 @@ the rare word the question is about. So the candidates (units of the memory hold
 the query's lexemes) are ranked here: idf from their document frequencies among the candidates,
 term frequency from each ``tsvector``'s positions, length in lexemes (Postgres's ``length(tsv)``,
 the measure the memory's average is taken in). Reading Postgres's ``tsvector`` / ``tsquery`` text and
-writing a ``tsquery`` is SQL's business: ``projections.kmms_sql``.
+writing a ``tsquery`` is SQL's business: ``projections.kmms.sql``.
 """
 
 from __future__ import annotations

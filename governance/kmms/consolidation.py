@@ -43,7 +43,7 @@ DEFAULT_BATCH = 3
 
 
 class Consolidator(Protocol):
-    """A consolidator back-end (``inference.kmms_local``, ``inference.kmms_llm``): the text of summaries, facts
+    """A consolidator back-end (``inference.kmms.local``, ``inference.kmms.llm``): the text of summaries, facts
     and abstractions and the class of a contradiction; what becomes a node is this module's rule."""
 
     model_id: str  # recorded with every output, e.g. "local-v1" or "llm:smollm2"

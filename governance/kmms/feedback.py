@@ -18,7 +18,7 @@ same distribution; giving the fused ranks' own scores instead made their near-ti
 Decisions: only the first stage's candidates are ranked again (no second index scan, so the search costs one
 more column of the statement that reads its candidates, not another scan of the memory); a unit's similarity
 to q' is its best vector's less its voice's adjustment, as the first stage reads similarity
-(``projections.kmms_sql.FEEDBACK_SIMILARITIES``); a candidate without a vector yet ranks last; ties keep the
+(``projections.kmms.sql.FEEDBACK_SIMILARITIES``); a candidate without a vector yet ranks last; ties keep the
 first stage's order. What a hit reports (similarity, confidence, abstention) stays the question's own: feedback
 only orders.
 """

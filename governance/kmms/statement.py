@@ -11,7 +11,7 @@ do-support goes ("do I work" -> "i work"), and the wh-phrase's noun stays ("whic
 The search ranks by the question's vector plus ``weight`` times the statement's, normalised (``blend``): the
 question still says what is asked, the statement adds the shape of its answer. What a search reports
 (similarity, confidence, abstention) is still read against the question's own vector
-(``projections.kmms_own_similarity``). Measured on ``hivemem bench
+(``projections.kmms.own_similarity``). Measured on ``hivemem bench
 memory`` (docs/kmms.md, "Retrieval"). A question this does not parse (no wh-word or auxiliary, a subject
 question such as "who stayed with me?") keeps its own vector. Pure.
 """

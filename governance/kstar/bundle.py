@@ -11,7 +11,7 @@ encrypted envelope. This module is the bundle's public face; the work is done, o
 Integrity (X-21): ``checksum`` is ``sha256:<hex>`` over the RFC 8785 canonical JSON of the bundle without its
 ``integrity`` member; ``signature`` is Ed25519 over the checksum string's UTF-8 bytes. Encryption: a scrypt-derived
 key and AES-256-GCM, with the envelope header as associated data. Pure: no Kafka, no SQL, no files (reading and
-writing a bundle file is ``projections/kstar_io.py``'s).
+writing a bundle file is ``projections/kstar/io.py``'s).
 """
 
 from __future__ import annotations

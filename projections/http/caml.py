@@ -24,9 +24,9 @@ from contracts.models import MAX_ID, MAX_TEXT, Domain, ObservationType
 from governance.caml.rate_limit import tier_limit
 from governance.caml.taxonomy import canonical_kind
 from inference.embedding_base import EmbeddingError
-from projections import caml_queries as q
 from projections.auth import Principal
-from projections.gateway import EnvelopeIn, envelope_from_request
+from projections.caml import queries as q
+from projections.gate.gateway import EnvelopeIn, envelope_from_request
 from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
 from projections.http.limits import Clean

@@ -16,10 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from governance.clam.renderer import LANGUAGES
-from inference.clam_llm import render_with_fallback
-from projections import clam_queries as q
+from inference.clam.llm import render_with_fallback
 from projections.auth import Principal
-from projections.gateway import EnvelopeIn, envelope_from_request
+from projections.clam import queries as q
+from projections.gate.gateway import EnvelopeIn, envelope_from_request
 from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
 

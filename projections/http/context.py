@@ -23,7 +23,7 @@ from governance.identity import TenantPolicy
 from projections.auth import Principal, verify_token
 from projections.http.errors import ApiError
 from projections.http.limits import MAX_TOKEN, Clean
-from projections.kmms_config import DEFAULT, SearchConfig
+from projections.kmms.config import DEFAULT, SearchConfig
 from projections.queries import ConsistencyTimeout, ForeignToken, wait_consistent
 
 MAX_WAIT_MS = 30_000
@@ -53,10 +53,10 @@ class ApiDeps:
     ready_stale_s: float = 15.0  # a processor whose heartbeat is older is not ready
     ready_max_lag: int = 10_000  # one further behind its inputs is flagged `behind` (reported; still ready)
     embedder: Any = None  # inference.embeddings.Embedder for recall queries (None: recall answers 503)
-    previous_embedder: Any = None  # during a KMMS model switch, the model switched away from (kmms_model_switch)
+    previous_embedder: Any = None  # during a KMMS model switch, the model switched away from (kmms/model_switch.py)
     caml_audit: Callable[[CamlAuditEntry], None] | None = None  # appends to hivemem.caml.audit
     caml_status: Callable[[CamlEvent], None] | None = None  # publishes to hivemem.caml.status (acked)
-    clam_llm: Any = None  # inference.clam_llm.ClamLlm for /clam/v1/knowledge?renderer=llm (None: local only)
+    clam_llm: Any = None  # inference.clam.llm.ClamLlm for /clam/v1/knowledge?renderer=llm (None: local only)
     search: SearchConfig = DEFAULT  # the KMMS search's settings (hivemem/settings.py: search_config_from_env)
 
 

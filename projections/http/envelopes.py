@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from projections.auth import Principal
-from projections.gateway import EnvelopeIn, envelope_from_request
+from projections.gate.gateway import EnvelopeIn, envelope_from_request
 from projections.http.context import Ctx
 from projections.http.errors import error_responses
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from projections.auth import AuthError
-from projections.gateway import GatewayRefusal, describe_validation
+from projections.gate.gateway import GatewayRefusal, describe_validation
 
 log = logging.getLogger("hivemem.api")
 

@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Gauge, generate_latest
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from projections.caml_metrics import CamlCollector, read_snapshot
+from projections.caml.metrics import CamlCollector, read_snapshot
 from projections.http.context import Ctx
 
 # A loop in these states is alive: ``reconnecting`` waits out an outage at its stored offset (a model

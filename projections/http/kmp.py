@@ -19,14 +19,14 @@ from governance.kmp.diagnose import AnswerFacts, FailureClass, classify
 from governance.kmp.ingest import IngestRefusal, KnownRefs, judge, split_ref
 from governance.kmp.relations import RelationFacts, grade
 from governance.kmp.scope import ScopeError, resolve_scope
-from projections import kmp_queries as q
 from projections.auth import Principal
-from projections.gateway import EnvelopeIn, describe_validation, envelope_from_request
+from projections.gate.gateway import EnvelopeIn, describe_validation, envelope_from_request
 from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
 from projections.http.kmp_metrics import KmpMetrics
 from projections.http.kmp_models import AskIn, DiagnoseIn, IngestIn, InspectIn, NavIn, TraceIn, WakeIn, WriteMemoryIn
-from projections.kmp_views import EntryView, NavError, Snapshot, TraceOut, View, Wake, move, trace, wake
+from projections.kmp import queries as q
+from projections.kmp.views import EntryView, NavError, Snapshot, TraceOut, View, Wake, move, trace, wake
 
 _STATUS = {"DUPLICATE": 409, "REPLAYED": 409, "DUPLICATE_INGEST": 409, "DUPLICATE_REF": 409, "CLAW_SUSPENDED": 403}
 WAIT_DOC = "how long to wait for the verdict (ms, at most 30000); without one in time: 202 PENDING"

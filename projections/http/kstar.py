@@ -27,10 +27,8 @@ from governance.kstar import filters as f
 from governance.kstar import tokens as tk
 from governance.kstar.apply import iso, owns
 from governance.kstar.records import ControlToken, KstarRefusal, parse_record
-from projections import kstar_io as kio
-from projections import kstar_queries as q
 from projections.auth import Principal
-from projections.gateway import describe_validation
+from projections.gate.gateway import describe_validation
 from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
 from projections.http.kstar_models import (
@@ -50,8 +48,10 @@ from projections.http.kstar_models import (
     VerifyOut,
     WriteOut,
 )
-from projections.kstar_io import Writer, document
-from projections.kstar_sync import Remote, sync
+from projections.kstar import io as kio
+from projections.kstar import queries as q
+from projections.kstar.io import Writer, document
+from projections.kstar.sync import Remote, sync
 
 P = "/kstar/v1"
 T = TypeVar("T")
@@ -104,7 +104,7 @@ def router(ctx: Ctx) -> APIRouter:
 
     async def on_connection(tenant: str, work: Callable[[kio.Conn], T]) -> T:
         """``work`` in a worker thread, on a connection of the app role bound to ``tenant``: export, import
-        and sync (projections.kstar_io, projections.kstar_sync) are synchronous and poll for verdicts."""
+        and sync (projections.kstar.io, projections.kstar.sync) are synchronous and poll for verdicts."""
 
         def run() -> T:
             with kio.connect(deps.app_db_url, tenant) as conn:

@@ -42,8 +42,8 @@ from pydantic.alias_generators import to_camel
 from contracts.models import MAX_ID, MAX_LABEL, PAYLOAD_MODELS, ProposalPayload, VotePayload
 from projections.http import kmp_models as kmp
 from projections.http.caml import ObserveIn, RecallIn, ValidateIn
+from projections.http.kmms import AddIn, SearchIn
 from projections.http.limits import MAX_INSTANT, MAX_TOKEN
-from projections.http.memory import AddIn, SearchIn
 
 Method = Literal["GET", "POST"]
 ENVELOPES_PATH = "/api/v1/envelopes"

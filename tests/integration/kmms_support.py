@@ -17,7 +17,7 @@ from hivemem.settings import search_config_from_env
 from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient, SearchResult
 from projections.auth import mint_token
-from projections.kmms_config import SearchConfig
+from projections.kmms.config import SearchConfig
 from tests.conftest import wait_until
 
 
@@ -99,7 +99,7 @@ async def unit_vectors(conn: Any, claw: str, n: int) -> tuple[str, list[list[flo
 
 
 # The ranking rules that public data did not support are off by default (docs/kmms.md, "How the ranking was chosen"):
-# each is a setting (projections/kmms_config.py: SearchConfig's fields, here). A test of one searches in process with
+# each is a setting (projections/kmms/config.py: SearchConfig's fields, here). A test of one searches in process with
 # the setting on, on the stack's read model (``with_rules``).
 RULES_ON: dict[str, dict[str, Any]] = {
     "feedback": {"feedback_beta": 0.5},
@@ -126,14 +126,14 @@ def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: i
                       rules: Sequence[str] = (), statement: float = 0.0, mode: str = "hybrid",
                       tenant: str = "mem-b") -> Any:  # fmt: skip
     """``question`` searched as the API would (the question embedded here by the same model, blended with its
-    statement form by ``statement``), with the named ``RULES_ON`` turned on: a ``projections.kmms_queries``
+    statement form by ``statement``), with the named ``RULES_ON`` turned on: a ``projections.kmms.queries``
     SearchResult (times in epoch ms)."""
     from datetime import datetime
 
     from governance.kmms.statement import question_vectors
     from hivemem.caml_wiring import embedder
-    from projections import kmms_queries as q
-    from projections.kmms_search import Memory
+    from projections.kmms import queries as q
+    from projections.kmms.search import Memory
 
     emb = embedder()
     at = int(datetime.fromisoformat(as_of.replace("Z", "+00:00")).timestamp() * 1000)

@@ -8,10 +8,10 @@ import pytest
 
 from hivemem.services import projections
 from hivemem.stack import Stack
-from processors.caml_store import PostgresCamlStore
-from processors.claim_store import PostgresClaimStore
-from processors.governance_store import PostgresGovernanceStore
-from processors.key_store import PostgresKeyStore
+from processors.caml.store import PostgresCamlStore
+from processors.gate.claim_store import PostgresClaimStore
+from processors.gate.key_store import PostgresKeyStore
+from processors.votes.store import PostgresGovernanceStore
 from projections.replay import rebuild
 from tests.conftest import wait_until
 from tests.integration.support import client, kill_and_restart, owner_db

@@ -280,8 +280,8 @@ def test_outputs_a_killed_processor_had_already_sent_are_not_sent_again(stack: S
     from confluent_kafka import Producer
 
     from contracts.models import DecisionPayload
-    from governance.voting import DecisionOut
-    from processors.governance_core import NAME, GovernanceCore
+    from governance.votes.voting import DecisionOut
+    from processors.votes.core import NAME, GovernanceCore
     from producers.claw_client import producer_config
     from streams.kafka import high_watermarks
     from streams.outbox import out_id, set_marks

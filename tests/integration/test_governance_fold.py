@@ -14,9 +14,9 @@ from contracts.models import FactPayload
 from contracts.positions import LogPosition
 from contracts.topics import TopicNames
 from governance.signing import HmacSigner, encode_signed
-from governance.voting import FactOut
-from processors.governance_core import GovernanceCore
-from projections.read_models.governance import FactIntegrityError, GovernanceProjection
+from governance.votes.voting import FactOut
+from processors.votes.core import GovernanceCore
+from projections.votes.read_model import FactIntegrityError, GovernanceProjection
 from streams.records import LOG_TIME_HEADER, SRC_HEADER, LogRecord
 from tests.conftest import Stack
 from tests.helpers import offline_client

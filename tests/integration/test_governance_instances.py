@@ -30,8 +30,8 @@ from contracts.topics import tenant_partition
 from hivemem.demo import claw_client
 from hivemem.services import projections
 from hivemem.stack import Stack
-from processors.governance_core import INPUT_TYPES, GovernanceProcessor
-from processors.governance_store import InMemoryGovernanceStore
+from processors.votes.core import INPUT_TYPES, GovernanceProcessor
+from processors.votes.store import InMemoryGovernanceStore
 from producers.claw_client import producer_config
 from projections.replay import rebuild
 from streams.kafka import read_topics

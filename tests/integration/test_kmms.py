@@ -160,17 +160,17 @@ def test_a_large_memorys_full_text_selects_by_its_rarer_lexemes(person: MemoryCl
     import asyncio
     import time
 
-    from projections import kmms_search
+    from projections.kmms import search
     from projections.queries import tenant_tx
 
-    monkeypatch.setattr(kmms_search, "EXACT_STATS_BELOW", 0)
+    monkeypatch.setattr(search, "EXACT_STATS_BELOW", 0)
 
     async def sessions(query: str, common: set[str], prune: bool = True, said: bool = False) -> list[str]:
-        monkeypatch.setattr(kmms_search, "_common", {said: (time.monotonic(), frozenset(common))})
+        monkeypatch.setattr(search, "_common", {said: (time.monotonic(), frozenset(common))})
         async with app_pool(stack, max_size=1) as pool, tenant_tx(pool, "mem-b") as conn:
             p = {"t": "mem-b", "c": CLAW, "s": "ana", "text": query, "start": -(2**62), "bound": 2**62,
                  "th": None, "n": 5}  # fmt: skip
-            units = await kmms_search._bm25_units(conn, p, prune=prune, said=said)
+            units = await search._bm25_units(conn, p, prune=prune, said=said)
             cur = await conn.execute("SELECT DISTINCT session_id FROM kmms.kmms_units WHERE unit_id = ANY(%s)",
                                      (units,))  # fmt: skip
             return sorted(str(r[0]) for r in await cur.fetchall())
@@ -189,7 +189,7 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
     spare it is one ranking."""
     import asyncio
 
-    from projections import kmms_search
+    from projections.kmms import search
     from projections.queries import tenant_tx
 
     settings: Settings = stack.settings
@@ -199,13 +199,13 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
                             (CLAW,)).fetchone()  # fmt: skip
     assert row is not None
     calls: list[int] = []
-    exact = kmms_search._exact
+    exact = search._exact
 
-    async def counted(conn: kmms_search.Conn, where: str, p: dict[str, object]) -> list[tuple[str, float]]:
+    async def counted(conn: search.Conn, where: str, p: dict[str, object]) -> list[tuple[str, float]]:
         calls.append(1)
         return await exact(conn, where, p)
 
-    monkeypatch.setattr(kmms_search, "_exact", counted)
+    monkeypatch.setattr(search, "_exact", counted)
 
     async def ranking(max_size: int, use_pool: bool) -> tuple[list[tuple[str, float]], int]:
         calls.clear()
@@ -213,8 +213,8 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
             where = "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"
             p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 7, "v_asked": 0.1,
                  "v_told": -0.1, "v_reply": 0.2}  # fmt: skip
-            window = await kmms_search._window_units(conn, where, p)
-            units = await kmms_search._window_ranking(conn, pool if use_pool else None, "mem-b", where, p,
+            window = await search._window_units(conn, where, p)
+            units = await search._window_ranking(conn, pool if use_pool else None, "mem-b", where, p,
                                                       window, split=2)  # fmt: skip
             return units, len(calls)
 
@@ -233,7 +233,7 @@ def test_a_large_memorys_nearest_units_rank_as_a_small_ones(person: MemoryClient
     vector; with a bound in the past, only units up to it."""
     import asyncio
 
-    from projections import kmms_search
+    from projections.kmms import search
     from projections.queries import tenant_tx
 
     settings: Settings = stack.settings
@@ -249,15 +249,15 @@ def test_a_large_memorys_nearest_units_rank_as_a_small_ones(person: MemoryClient
              "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
 
     async def nearest(large: bool, bound: int, exact: bool = False) -> list[str]:
-        monkeypatch.setattr(kmms_search, "EXACT_STATS_BELOW", 0 if large else 5_000)
-        kmms_search._stats.clear()
+        monkeypatch.setattr(search, "EXACT_STATS_BELOW", 0 if large else 5_000)
+        search._stats.clear()
         async with app_pool(stack, max_size=1) as pool, tenant_tx(pool, "mem-b") as conn:
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 6, "v_asked": 0.1,
                  "v_told": -0.1, "v_reply": 0.2, "bound": bound, "start": -(2**62), "th": None}  # fmt: skip
             if exact:
-                return [u for u, _ in await kmms_search._exact(conn, where, p)]
-            return list(dict.fromkeys(u for u, _ in await kmms_search._nearest(conn, where, p, 40)))[:6]
+                return [u for u, _ in await search._exact(conn, where, p)]
+            return list(dict.fromkeys(u for u, _ in await search._nearest(conn, where, p, 40)))[:6]
 
     middle = times[len(times) // 2]
     for bound in (2**62, middle):

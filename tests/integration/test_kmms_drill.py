@@ -1,4 +1,4 @@
-"""The drill from a fact to its episodes (governance.kmms.drill, projections.kmms_drill) on the real read
+"""The drill from a fact to its episodes (governance.kmms.drill, projections.kmms.drill) on the real read
 model: HTTP -> gate -> kmms processors -> Postgres, then the drill's SQL in process. A residence told in
 passing (Lisbon), then changed (Porto): the current fact brings its episode and the superseded version's;
 the old fact, asked about the past, brings its own and the one that ended it; nothing after ``as_of`` joins,
@@ -15,7 +15,7 @@ import pytest
 
 from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient
-from projections.kmms_search import NODE_COLUMNS, Memory, NodeRow, UnitHit, node_of
+from projections.kmms.search import NODE_COLUMNS, Memory, NodeRow, UnitHit, node_of
 from tests.conftest import wait_until
 from tests.integration.kmms_support import (
     SEED_RULES,
@@ -64,7 +64,7 @@ def _residences(mem: MemoryClient) -> list[Hit]:
 
 
 def _drill(stack: Stack, node_ids: list[str], ranked: list[UnitHit], kind: str, as_of: str) -> list[UnitHit]:
-    from projections import kmms_drill
+    from projections.kmms import drill
     from projections.queries import tenant_tx
 
     async def run() -> list[UnitHit]:
@@ -79,7 +79,7 @@ def _drill(stack: Stack, node_ids: list[str], ranked: list[UnitHit], kind: str, 
             nodes: list[NodeRow] = [node_of(rows[n], similarity=1.0) for n in node_ids]
             floats = [float(x) for x in str(vector).strip("[]").split(",")]
             # The drill is an opt-in rule (docs/kmms.md): searched with it on.
-            return await kmms_drill.drill_facts(conn, Memory("mem-b", CLAW, "rui"), ranked, nodes, kind,
+            return await drill.drill_facts(conn, Memory("mem-b", CLAW, "rui"), ranked, nodes, kind,
                                                 _ms(as_of), floats, str(model), {},
                                                 cfg=with_rules(["drill"]))  # fmt: skip
 
@@ -125,9 +125,9 @@ def test_a_search_about_the_present_finds_the_move_and_where_it_came_from(
 
 
 def _first_stage(stack: Stack, pool_size: int, start: str | None, bound: str, as_of: str) -> list[tuple[str, float]]:
-    """The first stage (``kmms_rerank.first_stage``) for "Where do I live?" on a pool of ``pool_size``: one
+    """The first stage (``projections.kmms.rerank.first_stage``) for "Where do I live?" on a pool of ``pool_size``: one
     connection leaves none to spare, so every part runs one after the other on it."""
-    from projections.kmms_rerank import first_stage
+    from projections.kmms.rerank import first_stage
 
     cfg = with_rules()
     from projections.queries import tenant_tx

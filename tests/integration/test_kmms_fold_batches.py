@@ -1,7 +1,7 @@
 """The KMMS read model's fold gives the same tables however a log is cut into batches.
 
 A batch's events are folded in memory against what the tables already hold and written in a few statements
-(projections/read_models/kmms_events.py). Folding a log one record a batch reads everything back from the
+(projections/kmms/events.py). Folding a log one record a batch reads everything back from the
 tables between events, folding it in one batch reads nothing back: equal digests, over random logs whose ids
 collide on purpose (an episode stored twice, an enrichment before its episode, a change of a node that does
 not exist yet, a reinforcement without a source, flags, erasures between them), say the in-memory path does
@@ -30,8 +30,8 @@ from contracts.topics import TopicNames
 from governance.kmms.phrasing import fact_terms, said_text
 from governance.kmms.units import units_of
 from hivemem.stack import Stack
-from projections.read_models import kmms as kmms_model
-from projections.read_models.kmms import _EP, _NODE, KmmsProjection
+from projections.kmms import read_model as kmms_model
+from projections.kmms.read_model import _EP, _NODE, KmmsProjection
 from projections.replay import table_digests
 from streams.records import LogRecord
 from tests.integration.support import owner_db

@@ -16,7 +16,7 @@ from contracts.positions import LogPosition
 from contracts.topics import TopicNames
 from governance.kmms.units import units_of
 from hivemem.stack import Stack
-from projections.read_models.kmms import KmmsProjection
+from projections.kmms.read_model import KmmsProjection
 from projections.replay import digest
 from streams.records import LogRecord
 from tests.integration.support import owner_db

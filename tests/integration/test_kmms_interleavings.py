@@ -24,7 +24,7 @@ from contracts.kmms_records import KmmsEmbedding, KmmsEpisode, KmmsEvent, KmmsNo
 from contracts.topics import TopicNames
 from governance.kmms.units import sentences_of, units_of
 from hivemem.stack import Stack
-from projections.read_models.kmms import KmmsProjection
+from projections.kmms.read_model import KmmsProjection
 from projections.replay import differences, digest
 from streams.records import LogRecord
 from tests.integration.support import owner_db

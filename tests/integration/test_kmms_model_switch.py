@@ -34,7 +34,7 @@ from deploy.kafka_local import free_port
 from hivemem.stack import ServiceProcess, Stack
 from inference.minilm import MiniLmEmbedder
 from inference.openai_embeddings import OpenAIEmbedder
-from processors.kmms_embedder import KmmsEmbedderProcessor
+from processors.kmms.embedder import KmmsEmbedderProcessor
 from producers.memory_client import MemoryClient
 from projections.auth import mint_token
 from streams.runtime import StreamRuntime

@@ -1,5 +1,5 @@
 """A change found by the words of the value it changes (governance.kmms.recency ``later_change``,
-projections.kmms_rerank ``named_changes``), end to end: HTTP -> gate -> kmms processors -> read model -> search.
+projections.kmms.rerank ``named_changes``), end to end: HTTP -> gate -> kmms processors -> read model -> search.
 
 "My favourite show at the moment is Severance" is a fact. Months later, in a chat about a trip, the user says
 "I stopped watching Severance, Fleabag is my thing these days": no local pattern reads it, so the log keeps

@@ -57,8 +57,8 @@ def _ms(day: str) -> int:
 def test_reported_similarities_are_the_questions_own(stack: Stack, worker: MemoryClient) -> None:
     """One search ranks by a blend of two stored vectors and reports against the first (``own_vector``), the
     other ranks by the first alone: each hit both return has one similarity."""
-    from projections import kmms_queries as q
-    from projections.kmms_search import Memory
+    from projections.kmms import queries as q
+    from projections.kmms.search import Memory
     from projections.queries import tenant_tx
 
     async def run() -> tuple[q.SearchResult, q.SearchResult]:

@@ -1,7 +1,7 @@
 """A state asked about in a month, end to end (HTTP -> gate -> kmms processors -> read model -> search): "What
 sport was I doing in June?" reads as a time window (an event verb, "was I doing"), whose rounds come first;
 the April round that set the state is clearly closer to the question than June's small talk, so it comes
-before them (projections.kmms_rerank.window_first)."""
+before them (projections.kmms.rerank.window_first)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import uuid
 from contracts.kmms_records import KmmsEpisode, KmmsEvent, encode_kmms
 from contracts.topics import TopicNames
 from hivemem.stack import Stack
-from projections.read_models.kmms import KmmsProjection
+from projections.kmms.read_model import KmmsProjection
 from projections.replay import differences, failures_apart
 from streams.records import LogRecord
 from tests.integration.support import owner_db

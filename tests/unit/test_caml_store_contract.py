@@ -7,7 +7,7 @@ import time
 
 from governance.caml.engine import Deployment, ObservationState
 from governance.caml.reputation import ReputationConfig
-from processors.caml_store import CamlStore, InMemoryCamlStore
+from processors.caml.store import CamlStore, InMemoryCamlStore
 
 
 def check_caml_store_contract(store: CamlStore, tag: str) -> None:

@@ -1,7 +1,7 @@
 """One contract suite for every ClaimStore backend (in-memory here; Postgres in integration)."""
 
-from governance.gate import REPLAY_WINDOW_MS, Claim, Position
-from processors.claim_store import ClaimStore, InMemoryClaimStore
+from governance.gate.checks import REPLAY_WINDOW_MS, Claim, Position
+from processors.gate.claim_store import ClaimStore, InMemoryClaimStore
 
 
 def check_claim_store_contract(store: ClaimStore, prefix: str) -> None:

@@ -1,4 +1,4 @@
-"""CLAM's LLM back-ends (inference.clam_llm) against a canned chat server on 127.0.0.1 (tests/chat_server.py):
+"""CLAM's LLM back-ends (inference.clam.llm) against a canned chat server on 127.0.0.1 (tests/chat_server.py):
 valid answers become deductions, critiques and renderings marked with the model; ungrounded or malformed ones
 are refused and asked again; when every attempt fails the local back-end answers, marked ``local:fallback``;
 and the clam processor writes the back-end into the log's events."""
@@ -18,7 +18,7 @@ from governance.clam.nodes import Deduction, MemoryNode
 from governance.clam.perceiver import perceive_local
 from governance.clam.renderer import render
 from governance.clam.triples import Triple
-from inference.clam_llm import (
+from inference.clam.llm import (
     FALLBACK,
     ClamLlm,
     FallbackCritic,
@@ -27,7 +27,7 @@ from inference.clam_llm import (
     render_with_fallback,
 )
 from inference.llm_chat import LlmError
-from processors.clam_core import ClamDriver
+from processors.clam.core import ClamDriver
 from tests.chat_server import Server
 from tests.helpers import offline_client
 

@@ -11,7 +11,7 @@ from contracts.avro import encode_envelope
 from contracts.clam_records import decode_clam
 from contracts.topics import TopicNames
 from governance.clam.config import ClamConfig
-from processors.clam_core import ClamDriver
+from processors.clam.core import ClamDriver
 from tests.helpers import offline_client
 
 T0 = 1_795_000_000_000

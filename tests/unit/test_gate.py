@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from contracts.avro import decode_rejection, encode_envelope, encode_record, registry
 from contracts.positions import LogPosition
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames, memory_partition, partition_key, tenant_partition
-from governance.gate import InboundRecord
-from processors.gate_core import GateDriver
+from governance.refusals import InboundRecord
+from processors.gate.core import GateDriver
 from tests.helpers import episode, gate_config, now_ms, offline_client
 
 NAMES = TopicNames()
@@ -135,7 +135,7 @@ def test_gate_matches_reference_and_is_stable_on_reprocessing(idem_keys: list[st
 def test_oversized_original_is_kept_as_a_bounded_slice_with_its_hash() -> None:
     import hashlib
 
-    from governance.gate import ORIGINAL_LIMIT
+    from governance.refusals import ORIGINAL_LIMIT
 
     d = GateDriver(gate_config())
     big = b"\xc3\x01" + b"\x00" * 8 + b"x" * 900_000  # unknown schema, just under Kafka's 1 MB

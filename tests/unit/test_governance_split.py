@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from contracts.avro import encode_envelope
 from contracts.topics import DEFAULT_PARTITIONS, TopicNames, partition_key, tenant_partition
 from governance.signing import HmacSigner
-from governance.voting import VotingConfig
-from processors.governance_core import INPUT_TYPES, GovernanceProcessor
-from processors.governance_store import InMemoryGovernanceStore
+from governance.votes.voting import VotingConfig
+from processors.votes.core import INPUT_TYPES, GovernanceProcessor
+from processors.votes.store import InMemoryGovernanceStore
 from streams.records import LogRecord, OutRecord
 from tests.helpers import offline_client
 

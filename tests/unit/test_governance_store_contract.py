@@ -6,9 +6,9 @@ from __future__ import annotations
 from contracts.avro import decode_envelope, decode_rejection, encode_envelope
 from contracts.topics import TopicNames
 from governance.signing import HmacSigner
-from governance.voting import GovernanceState
-from processors.governance_core import GovernanceDriver
-from processors.governance_store import GovernanceStore, InMemoryGovernanceStore
+from governance.votes.voting import GovernanceState
+from processors.votes.core import GovernanceDriver
+from processors.votes.store import GovernanceStore, InMemoryGovernanceStore
 from tests.helpers import offline_client
 from tests.unit.test_voting import CFG, beat, propose, vote
 

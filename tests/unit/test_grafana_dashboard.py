@@ -13,7 +13,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
-from projections.caml_metrics import AuditRow, CamlCollector, CamlSnapshot, ReputationRow
+from projections.caml.metrics import AuditRow, CamlCollector, CamlSnapshot, ReputationRow
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "hivemem-dashboard.json"

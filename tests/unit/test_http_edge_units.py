@@ -25,11 +25,11 @@ from governance.signing import HmacSigner
 from producers import ClawClient, ConsistencyToken
 from producers.envelopes import build_envelope
 from projections.auth import AuthError, Principal, mint_token, verify_token
-from projections.gateway import MAX_RECORD_BYTES, EnvelopeIn, GatewayRefusal, envelope_from_request
+from projections.gate.gateway import MAX_RECORD_BYTES, EnvelopeIn, GatewayRefusal, envelope_from_request
 from projections.http.errors import printable
-from projections.http.governance import parse_instant
 from projections.http.limits import BodyLimit
 from projections.http.server import JsonH11Protocol
+from projections.http.votes import parse_instant
 from tests.helpers import SECRET, TENANTS, episode, offline_client
 
 CLAW = Principal(tenant="acme", subject="t", claw_id="claw-1")

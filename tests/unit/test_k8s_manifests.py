@@ -362,17 +362,17 @@ def test_custom_resources() -> None:
 def test_services_whose_processors_split_run_each_pod_as_an_instance() -> None:
     """HIVEMEM_INSTANCE makes a parallel processor join its consumer group as that instance: every service with
     one (all but the projectors) is a StatefulSet whose pods name themselves (their stable names)."""
-    from processors.caml_core import CamlProcessor
-    from processors.caml_embedder import EmbedderProcessor
-    from processors.clam_core import ClamProcessor
-    from processors.gate_core import GateProcessor
-    from processors.governance_core import GovernanceProcessor
-    from processors.kmms_consolidator import KmmsConsolidatorProcessor
-    from processors.kmms_core import KmmsProcessor
-    from processors.kmms_embedder import KmmsEmbedderProcessor
-    from processors.kmms_enricher import KmmsEnricherProcessor
-    from processors.kmp_core import KmpProcessor
-    from processors.kstar_core import KstarProcessor
+    from processors.caml.core import CamlProcessor
+    from processors.caml.embedder import EmbedderProcessor
+    from processors.clam.core import ClamProcessor
+    from processors.gate.core import GateProcessor
+    from processors.kmms.consolidator import KmmsConsolidatorProcessor
+    from processors.kmms.core import KmmsProcessor
+    from processors.kmms.embedder import KmmsEmbedderProcessor
+    from processors.kmms.enricher import KmmsEnricherProcessor
+    from processors.kmp.core import KmpProcessor
+    from processors.kstar.core import KstarProcessor
+    from processors.votes.core import GovernanceProcessor
 
     split = [GateProcessor, GovernanceProcessor, EmbedderProcessor, KmmsProcessor, KmmsEnricherProcessor,
              KmmsConsolidatorProcessor, KmmsEmbedderProcessor, KmpProcessor, KstarProcessor, ClamProcessor]  # fmt: skip

@@ -7,8 +7,8 @@ from contracts.models import Envelope
 from contracts.topics import TopicNames, partition_key
 from governance.keyring import ClawKey
 from governance.signing import Ed25519Signer, HmacSigner, encode_signed, sign_envelope
-from processors.gate_core import GateDriver
-from processors.key_store import InMemoryKeyStore, KeyStore
+from processors.gate.core import GateDriver
+from processors.gate.key_store import InMemoryKeyStore, KeyStore
 from producers.claw_client import ClawClient
 from streams.records import OutRecord
 from tests.helpers import episode, gate_config, now_ms, offline_client

@@ -1,4 +1,4 @@
-"""BM25 over tsvector text: term lookup (projections.kmms_sql), idf, length normalisation (governance.kmms.bm25)."""
+"""BM25 over tsvector text: term lookup (projections.kmms.sql), idf, length normalisation (governance.kmms.bm25)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from governance.kmms.bm25 import K1, B, bm25, rare_terms
-from projections.kmms_sql import or_query, query_lexemes, quoted, term_frequencies
+from projections.kmms.sql import or_query, query_lexemes, quoted, term_frequencies
 
 _ENTRY = re.compile(r"'((?:[^']|'')+)'(?::([\d,A-D]+))?")
 

@@ -11,8 +11,8 @@ from contracts.avro import encode_envelope
 from contracts.kmms_records import KmmsEmbedding, decode_kmms
 from contracts.topics import TopicNames
 from inference.embedding_base import EmbedderHealth
-from processors.kmms_core import KmmsDriver
-from processors.kmms_embedder import KmmsEmbedderProcessor
+from processors.kmms.core import KmmsDriver
+from processors.kmms.embedder import KmmsEmbedderProcessor
 from streams.records import LogRecord
 from tests.helpers import offline_client
 

@@ -1,4 +1,4 @@
-"""KMMS enrichment (inference.kmms_enrich): spaCy-backed and fast back-ends, the lexicons, the primary pair."""
+"""KMMS enrichment (inference.kmms.enrich): spaCy-backed and fast back-ends, the lexicons, the primary pair."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from contracts.kmms_records import KmmsEpisode, KmmsTurn
 from governance.kmms.values import Enrichment
-from inference.kmms_enrich import (
+from inference.kmms.enrich import (
     FastEnricher,
     LocalEnricher,
     canonical,
@@ -14,7 +14,7 @@ from inference.kmms_enrich import (
     tech_mentions,
     topic_scores,
 )
-from processors.kmms_enricher import owner_text
+from processors.kmms.enricher import owner_text
 
 _LOCAL = LocalEnricher()
 BACKENDS = [pytest.param(_LOCAL, id="spacy"), pytest.param(FastEnricher(), id="fast")]

@@ -1,4 +1,4 @@
-"""The LLM KMMS consolidator (inference.kmms_llm) against a real HTTP server on 127.0.0.1.
+"""The LLM KMMS consolidator (inference.kmms.llm) against a real HTTP server on 127.0.0.1.
 
 No LLM is installable here, so a ``http.server`` thread answers ``/v1/chat/completions`` with canned
 OpenAI-shaped completions, in order (the last one repeats). That exercises the real client: the request shape,
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from governance.kmms.values import EpisodeText, ExtractedFact, Summary
-from inference.kmms_consolidator import ConsolidationError
-from inference.kmms_llm import SEED_EXAMPLE, LlmConsolidator
+from inference.kmms.consolidator import ConsolidationError
+from inference.kmms.llm import SEED_EXAMPLE, LlmConsolidator
 from inference.llm_chat import RETRY_ECHO_CHARS, first_json_object
 from tests.chat_server import Server
 

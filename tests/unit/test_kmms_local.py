@@ -1,4 +1,4 @@
-"""The local deterministic KMMS consolidator (inference.kmms_local, kmms_patterns, kmms_dates)."""
+"""The local deterministic KMMS consolidator (inference.kmms.local, inference.kmms.patterns, inference.kmms.dates)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 from governance.kmms.consolidation import ConsolidationEngine, ScopeState
 from governance.kmms.phrasing import speaker_lines
 from governance.kmms.values import EpisodeText, Summary
-from inference.kmms_backends import consolidator_from_env
-from inference.kmms_dates import episode_date, find_date
-from inference.kmms_llm import LlmConsolidator
-from inference.kmms_local import LocalConsolidator, owner_lines, sentence_facts
+from inference.kmms.backends import consolidator_from_env
+from inference.kmms.dates import episode_date, find_date
+from inference.kmms.llm import LlmConsolidator
+from inference.kmms.local import LocalConsolidator, owner_lines, sentence_facts
 
 
 def ms(day: str) -> int:

@@ -1,4 +1,4 @@
-"""The model-switch rule's decision (projections.kmms_model_switch.ServingModel) with its two checks given as
+"""The model-switch rule's decision (projections.kmms.model_switch.ServingModel) with its two checks given as
 plain functions, and the previous model's settings (inference.embeddings.previous_embedder_from_env)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from inference.embedding_base import CONFIG, EmbeddingError
 from inference.embeddings import MiniLmEmbedder, OpenAIEmbedder, previous_embedder_from_env
-from projections.kmms_model_switch import ServingModel
-from projections.kmms_search import Memory
+from projections.kmms.model_switch import ServingModel
+from projections.kmms.search import Memory
 
 
 @dataclass

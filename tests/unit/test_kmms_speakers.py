@@ -18,12 +18,12 @@ from contracts.topics import TopicNames
 from governance.identity import TenantPolicy
 from governance.kmms.phrasing import embedding_text, said_text, speaker_lines, strip_roles
 from governance.kmms.units import units_of
-from processors.kmms_core import KmmsDriver
-from processors.kmms_enricher import owner_text
+from processors.kmms.core import KmmsDriver
+from processors.kmms.enricher import owner_text
 from projections.api import create_app
 from projections.auth import mint_token
 from projections.http.context import ApiDeps
-from projections.http.memory import AddIn
+from projections.http.kmms import AddIn
 from tests.helpers import offline_client
 
 NAMES = TopicNames()

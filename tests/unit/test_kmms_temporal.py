@@ -235,7 +235,7 @@ def test_weekends_resolve_to_saturday_and_sunday() -> None:
     ],
 )
 def test_the_search_text_keeps_the_verb_and_drops_the_date(question: str, searched: str) -> None:
-    from projections.kmms_queries import content_query
+    from projections.kmms.queries import content_query
 
     intent = parse_temporal(question, ASKED_MS)
     assert intent.verb_cue is None or intent.verb_cue in intent.cues

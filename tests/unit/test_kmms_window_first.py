@@ -1,10 +1,10 @@
-"""A time window's rounds and the rest of time's (projections.kmms_rerank.window_first): the window first,
+"""A time window's rounds and the rest of time's (projections.kmms.rerank.window_first): the window first,
 unless a round outside it is clearly closer to the question than anything in it."""
 
 from __future__ import annotations
 
-from projections.kmms_rerank import window_first
-from projections.kmms_search import UnitHit
+from projections.kmms.rerank import window_first
+from projections.kmms.search import UnitHit
 
 
 def _u(unit: str, voiced: float) -> UnitHit:

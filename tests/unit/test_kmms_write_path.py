@@ -7,7 +7,7 @@ from contracts.avro import decode_rejection, encode_envelope
 from contracts.kmms_records import KmmsEvent, decode_kmms
 from contracts.topics import TopicNames
 from governance.kmms.units import units_of
-from processors.kmms_core import InMemorySeen, KmmsDriver, KmmsProcessor
+from processors.kmms.core import InMemorySeen, KmmsDriver, KmmsProcessor
 from streams.records import LogRecord
 from tests.helpers import offline_client
 

@@ -9,7 +9,7 @@ from typing import Any
 from contracts.avro import decode_rejection, encode_envelope
 from contracts.kmp_records import decode_kmp
 from contracts.topics import TopicNames
-from processors.kmp_core import KmpDriver
+from processors.kmp.core import KmpDriver
 from tests.helpers import offline_client
 from tests.kmp_story import story
 

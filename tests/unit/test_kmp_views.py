@@ -7,9 +7,9 @@ import pytest
 
 from contracts.kmp_records import decode_kmp
 from contracts.topics import TopicNames
-from processors.kmp_core import KmpDriver
-from projections.kmp_queries import inspect
-from projections.kmp_views import (
+from processors.kmp.core import KmpDriver
+from projections.kmp.queries import inspect
+from projections.kmp.views import (
     SUMMARY_CHARS,
     EntryRow,
     EvidenceView,

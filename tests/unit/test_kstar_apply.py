@@ -16,7 +16,7 @@ from contracts.topics import TopicNames
 from governance.kstar.apply import Held, MemoryView, OpContext, content_hash, decide, iso
 from governance.kstar.records import KstarRefusal
 from governance.kstar.sync_policy import Change, resolve
-from processors.kstar_core import KstarDriver
+from processors.kstar.core import KstarDriver
 from tests.helpers import offline_client
 
 AT = 1_795_000_000_000

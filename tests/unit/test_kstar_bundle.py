@@ -41,7 +41,7 @@ from governance.kstar.bundle import (
     statistics,
     verify_bundle,
 )
-from projections.kstar_io import read_document, write_document
+from projections.kstar.io import read_document, write_document
 
 FAST = KdfParams(n=2**10)
 AGENT = Agent("agent-1", "student_companion", "1.0.0")

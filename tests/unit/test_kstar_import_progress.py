@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.kstar_io import plan_import, progress_totals
+from projections.kstar.io import plan_import, progress_totals
 
 CHECKSUM = "sha256:" + "ab" * 32
 

@@ -11,11 +11,11 @@ from contracts.topics import TopicNames
 from deploy.kafka_local import free_port
 from governance.clam.triples import Triple
 from governance.kmms.values import EpisodeText, Summary
-from inference.clam_llm import ClamLlm, render_with_fallback
-from inference.kmms_consolidator import ConsolidationError, ConsolidatorUnavailable
-from inference.kmms_llm import SEED_EXAMPLE, LlmConsolidator
+from inference.clam.llm import ClamLlm, render_with_fallback
+from inference.kmms.consolidator import ConsolidationError, ConsolidatorUnavailable
+from inference.kmms.llm import SEED_EXAMPLE, LlmConsolidator
 from inference.llm_chat import LlmUnavailable
-from processors.kmms_consolidator import KmmsConsolidatorProcessor
+from processors.kmms.consolidator import KmmsConsolidatorProcessor
 from streams.processor import Outage
 from streams.records import LogRecord
 from tests.chat_server import Server

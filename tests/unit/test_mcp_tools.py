@@ -23,7 +23,7 @@ from contracts.topics import TopicNames
 from governance.identity import TenantPolicy
 from projections.api import create_app
 from projections.auth import mint_token
-from projections.gateway import EnvelopeIn
+from projections.gate.gateway import EnvelopeIn
 from projections.http.context import ApiDeps
 from projections.mcp.bridge import HttpCall, ToolInputError, call, request_of
 from projections.mcp.http_mount import McpEndpoint

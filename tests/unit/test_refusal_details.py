@@ -17,9 +17,9 @@ from governance.kstar.apply import MemoryView, decide
 from governance.kstar.domains import LEARNER_PROFILE, parse_schema, validate_fact, violation
 from governance.kstar.records import KstarRefusal, parse_record
 from governance.kstar.tokens import check_new_token, revoke
-from projections.gateway import describe_validation
-from projections.http.governance import parse_instant
+from projections.gate.gateway import describe_validation
 from projections.http.text_guard import body_problem, path_problem, query_problem
+from projections.http.votes import parse_instant
 from tests.unit.test_kstar_apply import TRACE, ctx, held, op
 from tests.unit.test_kstar_records import fact
 from tests.unit.test_kstar_tokens import AT, NOW, TYPES, token

@@ -11,8 +11,8 @@ import pytest
 
 from governance.kmms.voice import VoiceWeights
 from hivemem.settings import search_config_from_env
-from projections import kmms_queries
-from projections.kmms_config import DEFAULT, SearchConfig
+from projections.kmms import queries
+from projections.kmms.config import DEFAULT, SearchConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("contracts", "governance", "inference", "producers", "streams", "processors", "projections", "deploy")
@@ -54,7 +54,7 @@ def test_the_search_settings_default_to_todays_values() -> None:
         False, 4000, 0.0, 0.01)  # fmt: skip
     assert (DEFAULT.recency, DEFAULT.same_topic, DEFAULT.fact_topic, DEFAULT.change_similarity) == (0.0, 2.0, 0.3, 0.3)
     assert (DEFAULT.window_margin, DEFAULT.drill_similarity, DEFAULT.drill_weight) == (0.15, 2.0, 1.0)
-    assert (DEFAULT.tau, DEFAULT.abstain_below) == (kmms_queries.TAU, kmms_queries.ABSTAIN_BELOW)
+    assert (DEFAULT.tau, DEFAULT.abstain_below) == (queries.TAU, queries.ABSTAIN_BELOW)
     assert DEFAULT.statement_weight == 0.0
 
 

@@ -9,9 +9,18 @@ from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from contracts.models import Envelope
-from governance.fact_versions import check_update, check_version
-from governance.quorum import Heartbeat, Presence, active_claws, majority, tally
-from governance.voting import DecisionOut, FactOut, GovernanceState, Output, ProposalState, Ref, Refusal, VotingConfig
+from governance.votes.fact_versions import check_update, check_version
+from governance.votes.quorum import Heartbeat, Presence, active_claws, majority, tally
+from governance.votes.voting import (
+    DecisionOut,
+    FactOut,
+    GovernanceState,
+    Output,
+    ProposalState,
+    Ref,
+    Refusal,
+    VotingConfig,
+)
 from tests.helpers import offline_client
 
 W = 10_000

@@ -10,7 +10,7 @@ import pytest
 
 from deploy.kafka_local import free_port
 from hivemem.caml_wiring import warm
-from inference.clam_llm import clam_llm_from_env
+from inference.clam.llm import clam_llm_from_env
 from inference.embedding_base import (
     CONFIG,
     DIMENSION_MISMATCH,
@@ -21,7 +21,7 @@ from inference.embedding_base import (
     EmbedderHealth,
     EmbeddingError,
 )
-from inference.kmms_backends import consolidator_from_env
+from inference.kmms.backends import consolidator_from_env
 from inference.openai_embeddings import OpenAIEmbedder
 from inference.pii_llm import classifier_from_env
 

@@ -14,10 +14,10 @@ from fastavro.schema import to_parsing_canonical_form
 from contracts.avro import decode_envelope, decode_record, encode_envelope, registry, signing_bytes
 from contracts.models import Envelope
 from contracts.topics import DEFAULT_PARTITIONS, ENVELOPE_TYPES, TopicNames, partition_key
-from governance.gate import GateConfig
+from governance.gate.checks import GateConfig
 from governance.identity import DeploymentKeys, TenantPolicy, derive_deployment_key
 from governance.signing import HmacSigner, encode_signed, sign_envelope
-from processors.gate_core import GateDriver
+from processors.gate.core import GateDriver
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "wire-protocol.md"
 _BLOCK = re.compile(r"<!-- wire-example: ([a-z-]+) -->\s*\n```[a-z]*\n(.*?)\n```", re.S)

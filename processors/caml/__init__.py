@@ -1,0 +1,2 @@
+"""CAML's processors: observations through CAML's rules (``core``, state in ``store``) and
+their embeddings (``embedder``)."""

@@ -1,0 +1,1 @@
+"""CLAM's processor (``core``): the learning loop."""

@@ -1,0 +1,2 @@
+"""KMMS's processors: episodes into memory (``core``), their vectors (``embedder``), enrichment
+(``enricher``) and consolidation (``consolidator``)."""

@@ -1,0 +1,1 @@
+"""KMP's processor (``core``): process-memory ingest."""

@@ -1,0 +1,1 @@
+"""KSTAR's processor (``core``): portable memory records applied."""

@@ -1,0 +1,1 @@
+"""CLAM's read side: its read model (``read_model``), migrations and queries."""

@@ -1,0 +1,58 @@
+"""Every knob of the KMMS search (docs/kmms.md, "Retrieval" and "Settings"), as one typed value passed down from the
+API's wiring: read from the environment once, in ``hivemem.settings.search_config_from_env``, never at import.
+
+``DEFAULT`` is the search with no ``HIVEMEM_KMMS_*`` variable set: the rules that public data did not support are
+off (docs/kmms.md, "How the ranking was chosen"). A test or bench that turns one on builds its own
+(``dataclasses.replace(DEFAULT, feedback_beta=0.5)``) and passes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from governance.kmms.voice import VoiceWeights
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    # The first stage's fusion: reciprocal rank with constant ``rrf_k``, full text weighted ``text_weight`` against
+    # the vectors' 1 (HIVEMEM_KMMS_TEXT_WEIGHT, HIVEMEM_KMMS_RRF_K). Chosen on LoCoMo's 1,532 questions (text 2 :
+    # vector 1, k = 10: session recall@5 0.855 with the other rules off; the seed's k = 60 and weight 0.25: 0.714).
+    text_weight: float = 2.0
+    rrf_k: int = 10
+    # The voices' distance adjustments on a question about the user (HIVEMEM_KMMS_VOICE_ASKED/_TOLD/_REPLY; 0: off).
+    voice: VoiceWeights = field(default_factory=lambda: VoiceWeights(asked=0.0, told=0.0, reply=0.0))
+    # On a question about the user's life, full text ranks the words the user said only (HIVEMEM_KMMS_SAID_TEXT).
+    said_text: bool = False
+    # A time window of at least this many units is ranked in two halves side by side (HIVEMEM_KMMS_SPLIT_WINDOW).
+    split_window: int = 4000
+    # Pseudo-relevance feedback's beta (HIVEMEM_KMMS_FEEDBACK; 0: off).
+    feedback_beta: float = 0.0
+    # A large memory's full text leaves out the lexemes more than this share of its units hold
+    # (HIVEMEM_KMMS_COMMON_LEXEME; 1: off).
+    common_share: float = 0.01
+    # A question about the present: the newest candidate gains this share of its score (HIVEMEM_KMMS_RECENCY; 0: off).
+    recency: float = 0.0
+    # Two hits this similar tell of the same thing, newest first (HIVEMEM_KMMS_SAME_TOPIC; > 1: off).
+    same_topic: float = 2.0
+    # A current fact and a later hit this similar: the later may have changed it (HIVEMEM_KMMS_FACT_TOPIC; > 1: off).
+    fact_topic: float = 0.30
+    # The facts at least this similar to the question are looked at for a later round naming their value with a
+    # change word (HIVEMEM_KMMS_NAMED_CHANGE; > 1: off).
+    change_similarity: float = 0.30
+    # A round outside a question's time window this much more similar than the window's best comes first
+    # (HIVEMEM_KMMS_WINDOW_MARGIN; > 1: off).
+    window_margin: float = 0.15
+    # A fact drills to its episodes when at least this similar to the question (HIVEMEM_KMMS_DRILL; > 1: off), its
+    # episodes fused as a reciprocal-rank list of this weight (HIVEMEM_KMMS_DRILL_WEIGHT; the vectors': 1.0).
+    drill_similarity: float = 2.0
+    drill_weight: float = 1.0
+    # A layer is sufficient from this similarity (HIVEMEM_KMMS_TAU); under this best similarity, nothing in memory
+    # is about the question (HIVEMEM_KMMS_ABSTAIN). Calibrated in projections.kmms.queries (TAU, ABSTAIN_BELOW).
+    tau: float = 0.40
+    abstain_below: float = 0.30
+    # The question's statement form's share of its search vector (HIVEMEM_KMMS_STATEMENT; 0: off).
+    statement_weight: float = 0.0
+
+
+DEFAULT = SearchConfig()

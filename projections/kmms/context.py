@@ -1,0 +1,36 @@
+"""What a search derived, beside its evidence: the L1–L3 nodes of a result's ``context``, each with the sessions
+it cites.
+
+A search's ``hits`` are evidence (L4 episodes, what an agent can quote); the facts, summaries and abstractions that
+consolidation read from them explain and answer, but never take an evidence hit's place (docs/kmms.md, "Evidence
+first"). A node names its sources (``source_ids``): an L3 summary its episodes, an L2 fact its summaries, an L1
+abstraction its facts. ``cited_sessions`` follows those links down to the episodes and returns, per node, the
+sessions it was read from, in the order first met: its provenance in the caller's terms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from projections.kmms.search import Memory
+
+
+async def cited_sessions(conn: Any, m: Memory, node_ids: list[str]) -> dict[str, list[str]]:
+    """node id -> the sessions of the episodes it was derived from (through L1 -> L2 -> L3 -> L4), one statement."""
+    if not node_ids:
+        return {}
+    cur = await conn.execute(
+        "WITH RECURSIVE down(root, id, depth) AS ("
+        "SELECT n.node_id, s.id, 1 FROM kmms.kmms_nodes n, unnest(n.source_ids) s(id) "
+        "WHERE n.tenant = %(t)s AND n.node_id = ANY(%(ids)s) "
+        "UNION SELECT d.root, s.id, d.depth + 1 FROM down d JOIN kmms.kmms_nodes n ON n.tenant = %(t)s "
+        "AND n.node_id = d.id CROSS JOIN LATERAL unnest(n.source_ids) s(id) WHERE d.depth < 4) "
+        "SELECT d.root, e.session_id, min(e.occurred_at) FROM down d JOIN kmms.kmms_episodes e "
+        "ON e.tenant = %(t)s AND e.episode_id = d.id AND e.claw_id = %(c)s AND e.scope = %(s)s "
+        "GROUP BY d.root, e.session_id ORDER BY d.root, min(e.occurred_at), e.session_id",
+        {"t": m.tenant, "c": m.claw_id, "s": m.scope, "ids": node_ids},
+    )
+    out: dict[str, list[str]] = {}
+    for root, session, _ in await cur.fetchall():
+        out.setdefault(str(root), []).append(str(session))
+    return out

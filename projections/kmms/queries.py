@@ -1,0 +1,427 @@
+"""KMMS retrieval, top-down (seed 000 §3): parse, route, drill L1 -> L2 -> L3 -> L4, score, hedge.
+
+1. Parse: the query's vector, its temporal intent (``governance.kmms.temporal``: CURRENT,
+   EVOLUTION, WINDOW, POINT_IN_TIME, UNSPECIFIED, relative dates resolved against ``as_of``), and
+   which of its words the L0 index knows (entities and topics of this memory).
+2. Route and drill: L1–L3 nodes and L4 episodes are retrieved (``projections.kmms.search``) under
+   the intent's filter; layers are visited L1 -> L4 and the first sufficient one answers
+   (``governance.kmms.sufficiency``: the signal words' minimum depth, then similarity >= tau and
+   the query's entities covered). Each skipped layer says why.
+3. Score: every hit gets seed Table 3's base for its layer plus the modifiers
+   (``governance.kmms.confidence``); the answer's confidence is its top hit's (X-14). A CURRENT
+   query that finds only superseded content returns it with -0.30 and says so (X-15).
+4. Nothing whose event time is after ``as_of`` is a candidate, and a node's validity is judged at
+   ``as_of``: a value superseded later is still the current one as of then (no future leaks).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from governance.kmms.confidence import NodeSignals, score
+from governance.kmms.strength import is_forgotten, strength_at
+from governance.kmms.sufficiency import judge_layer, min_depth
+from governance.kmms.temporal import TemporalIntent, parse_temporal
+from governance.kmms.voice import addressee
+from projections.kmms.config import DEFAULT, SearchConfig
+from projections.kmms.context import cited_sessions
+from projections.kmms.drill import drill_facts
+from projections.kmms.own_similarity import own_similarities
+from projections.kmms.rerank import best_units, first_stage, named_changes, newest_first, outdated_facts
+from projections.kmms.search import (
+    Memory,
+    Mode,
+    NodeRow,
+    UnitHit,
+    node_candidates,
+)
+from projections.queries import side_by_side, tenant_tx
+from projections.verdicts import audit_refusal, poll_verdict
+
+FAR_FUTURE = 2**62
+TOLD_LATER_MS = 7 * 86_400_000
+# Calibrated for all-MiniLM-L6-v2, whose question -> statement cosines sit lower than the seed's
+# bge-small (a true match is typically 0.35-0.7): X-17's tau of 0.75 would make no layer ever
+# sufficient. Both are settings (HIVEMEM_KMMS_TAU, HIVEMEM_KMMS_ABSTAIN); docs/kmms.md.
+TAU = 0.40
+# The best similarity (a round's less its voice's adjustment, governance/kmms/voice.py) under which nothing in
+# memory is about the query. On bench memory: 47 % of the unanswerable questions abstain and 4.2 % of the
+# answerable ones abstain or answer under 0.5 confidence (the plain cosine under 0.25: 27 % and 5.4 %; this
+# measure at 0.35: 73 % and 16 %, the generic text of a dated question, "what did I do [last weekend]?", abstains).
+ABSTAIN_BELOW = 0.30
+
+
+class View(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class MemoryHit(View):
+    layer: int
+    node_id: str  # the node, or for L4 the episode id
+    score: float  # fused first-stage score (reciprocal rank)
+    similarity: float
+    confidence: float
+    hedging: str | None
+    layer_meaning: str
+    modifiers: list[tuple[str, float]]
+    text: str
+    episode_id: str | None = None
+    session_id: str | None = None
+    thread_id: str | None = None
+    occurred_at: int | None = None  # event time, ms (L4)
+    valid_from: int | None = None
+    valid_until: int | None = None
+    status: str = "CURRENT"
+    entity: str | None = None
+    topic: str | None = None
+    fact_key: str | None = None
+    fact_value: str | None = None
+    version: int | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    source_ids: list[str] = []
+    # A derived node's provenance in sessions: those of the episodes it was read from (L1 -> L2 -> L3 -> L4).
+    session_ids: list[str] = []
+    # A fact a later episode among the hits may have changed (``newer_evidence``): that episode's id.
+    outdated_by: str | None = None
+    logged_at: int | None = None
+
+
+class LayerStep(View):
+    layer: int
+    sufficient: bool
+    reason: str
+    best_similarity: float | None
+
+
+class SearchResult(View):
+    query: str
+    as_of: int
+    temporal_intent: str
+    window_start: int | None
+    window_end: int | None
+    temporal_cues: list[str]
+    entities: list[str]  # the query's words the L0 index knows
+    answer_layer: int | None
+    confidence: float
+    hedging_prefix: str | None
+    layer_meaning: str | None
+    abstained: bool
+    superseded_fallback: bool  # X-15: a CURRENT query answered from superseded content
+    drill: list[LayerStep]
+    provenance: list[str]  # node ids from the top layer visited down to the answer
+    embedding_model: str | None = None  # the model whose vectors ranked the hits (None: text only)
+    # Why a hybrid search was ranked by text alone: EMBEDDINGS_UNAVAILABLE while the embeddings server is down.
+    degraded: str | None = None
+    hits: list[MemoryHit]  # evidence: episodes (L4), each by its best unit, best first
+    # What consolidation derived (L1-L3: abstractions, facts, summaries), best first, each with the sessions it
+    # cites: it explains and may answer, but never takes an evidence hit's place (docs/kmms.md, "Evidence first").
+    context: list[MemoryHit] = []
+    latency_ms: float
+
+
+def _words(text: str) -> list[str]:
+    return sorted({w for w in re.findall(r"[a-z0-9][a-z0-9'-]*", text.lower()) if len(w) > 2})
+
+
+async def known_terms(conn: Any, m: Memory, query: str) -> list[str]:
+    """L0 routing: which of the query's words (and word pairs) are entities or topics of this memory."""
+    words = _words(query)
+    pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)]
+    cur = await conn.execute(
+        "SELECT DISTINCT term FROM kmms.kmms_l0 WHERE tenant = %s AND claw_id = %s AND scope = %s AND term = ANY(%s)",
+        (m.tenant, m.claw_id, m.scope, words + pairs),
+    )
+    return sorted(str(r[0]) for r in await cur.fetchall())
+
+
+_PRONOUN = re.compile(r"\b(?:i|we|you|he|she|they|me|my|our)\b")
+
+
+def content_query(query: str, as_of: int) -> str:
+    """The question without its date phrases ("in March", "last weekend", "now"): they say when to
+    look, not what, and only dilute its vector and its lexemes. Verb cues ("stayed", "did I live") stay:
+    "Who stayed with me last weekend?" must not be searched as "Who with me?"."""
+    text = query
+    intent = parse_temporal(query, as_of)
+    for c in intent.cues:
+        if c != intent.verb_cue and not _PRONOUN.search(c):
+            text = re.sub(rf"\b{re.escape(c)}\b", " ", text, flags=re.IGNORECASE)
+    return " ".join(text.split()) or query
+
+
+async def fact_chains(conn: Any, m: Memory, keys: list[tuple[str, str]], as_of: int, model: str,
+                      vector: list[float] | None) -> list[NodeRow]:  # fmt: skip
+    """Every version (known at ``as_of``) of each (entity, fact key), chains in the order given."""
+    from projections.kmms.search import NODE_COLUMNS, node_of
+
+    if not keys:
+        return []
+    sim = "1 - (v.embedding <=> %s::vector)" if vector is not None else "0"
+    params: list[Any] = ["[" + ",".join(repr(float(x)) for x in vector) + "]"] if vector is not None else []
+    cur = await conn.execute(
+        f"SELECT {NODE_COLUMNS}, coalesce({sim}, 0) FROM kmms.kmms_nodes n LEFT JOIN kmms.kmms_vectors v "
+        "ON v.tenant = n.tenant AND v.unit_id = n.node_id AND v.model = %s WHERE n.tenant = %s AND n.claw_id = %s "
+        "AND n.scope = %s AND n.layer = 2 AND (n.entity, n.fact_key) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
+        "AND n.valid_from <= %s AND n.event_time <= %s ORDER BY n.valid_from, n.version",
+        (*params, model, m.tenant, m.claw_id, m.scope, [k[0] for k in keys], [k[1] for k in keys], as_of, as_of),
+    )
+    rows = [node_of(r[:-1], 0.0, float(str(r[-1]))) for r in await cur.fetchall()]
+    order = {k: i for i, k in enumerate(keys)}
+    return sorted(rows, key=lambda n: (order[(n.entity, n.fact_key or "")], n.valid_from, n.version))
+
+
+def node_filter(intent: TemporalIntent, as_of: int) -> tuple[str, dict[str, Any]]:
+    """SQL (over ``n.``) for the nodes an intent may see, judged at ``as_of``."""
+    p: dict[str, Any] = {"as_of": as_of}
+    known = "n.event_time <= %(as_of)s AND n.valid_from <= %(as_of)s"
+    valid_at = "(n.valid_until IS NULL OR n.valid_until > %(at)s) AND n.valid_from <= %(at)s"
+    if intent.kind == "EVOLUTION":
+        return known, p
+    if intent.kind == "WINDOW":
+        p.update(ws=intent.start_ms if intent.start_ms is not None else -FAR_FUTURE,
+                 we=intent.end_ms if intent.end_ms is not None else as_of)  # fmt: skip
+        return f"{known} AND n.event_time >= %(ws)s AND n.valid_from <= %(we)s", p
+    at = as_of
+    if intent.kind == "POINT_IN_TIME" and intent.end_ms is not None:
+        at = min(intent.end_ms, as_of)
+    p["at"] = at
+    return f"{known} AND {valid_at}", p
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    query: str
+    vector: list[float] | None
+    model: str
+    k: int = 5
+    as_of: int | None = None
+    mode: Mode = "hybrid"
+    tau: float = TAU
+    abstain_below: float = ABSTAIN_BELOW
+    # The question's own vector when ``vector`` is a blend (governance/kmms/statement.py): what the hits'
+    # similarities, their confidence and abstention are read against.
+    own_vector: list[float] | None = None
+
+
+def _hit_from_node(
+    n: NodeRow, now: int, current_query: bool, outdated_by: str | None = None, sessions: list[str] | None = None
+) -> MemoryHit:
+    # Superseded as of ``now`` (the question's as_of): a node superseded later was the current one then, and
+    # neither its status nor what superseded it may show (no future leaks), nor cost it confidence.
+    superseded = n.status == "SUPERSEDED" and (n.valid_until is None or n.valid_until <= now)
+    s = strength_at(n.strength, n.last_verified or n.logged_at, now)
+    evidence = len(set(n.source_ids))
+    signals = NodeSignals(n.layer, n.similarity, evidence, n.last_verified, s, superseded, outdated_by is not None)
+    c = score(signals, now, current_query)
+    return MemoryHit(layer=n.layer, node_id=n.node_id, score=round(n.fused, 6), similarity=round(n.similarity, 4),
+                     confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
+                     modifiers=[(name, d) for name, d in c.modifiers], text=n.content, valid_from=n.valid_from,
+                     valid_until=n.valid_until if superseded else None,
+                     status="SUPERSEDED" if superseded else "CURRENT", entity=n.entity, topic=n.topic,
+                     fact_key=n.fact_key, fact_value=n.fact_value, version=n.version, supersedes=n.supersedes,
+                     superseded_by=n.superseded_by if superseded else None, source_ids=list(n.source_ids),
+                     session_ids=sessions or [], outdated_by=outdated_by, logged_at=n.logged_at)  # fmt: skip
+
+
+def _hit_from_unit(u: UnitHit, now: int) -> MemoryHit:
+    c = score(NodeSignals(4, u.similarity, 1, None, 1.0, False), now, False)
+    return MemoryHit(layer=4, node_id=u.episode_id, score=round(u.fused, 6), similarity=round(u.similarity, 4),
+                     confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
+                     modifiers=[(name, d) for name, d in c.modifiers], text=u.text, episode_id=u.episode_id,
+                     session_id=u.session_id, thread_id=u.thread_id or None, occurred_at=u.occurred_at,
+                     valid_from=u.occurred_at, logged_at=u.logged_at)  # fmt: skip
+
+
+async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: SearchConfig = DEFAULT) -> SearchResult:
+    """``sp`` searched in memory ``m`` with the ranking's settings ``cfg`` (projections/kmms/config.py; the API
+    passes the ones read at its start, ``ApiDeps.search``)."""
+    started = time.perf_counter()
+    now = int(time.time() * 1000)
+    as_of = sp.as_of if sp.as_of is not None else now
+    intent = parse_temporal(sp.query, as_of)
+    text = content_query(sp.query, as_of)
+    current_query = intent.kind in ("CURRENT", "UNSPECIFIED")
+    start = intent.start_ms if intent.kind == "WINDOW" else None
+    # A session can tell of the window's events up to a week after it ("last weekend I bought...").
+    bound = (
+        min(as_of, intent.end_ms + TOLD_LATER_MS) if intent.kind == "WINDOW" and intent.end_ms is not None else as_of
+    )
+    async with tenant_tx(pool, m.tenant) as conn:
+        terms = await known_terms(conn, m, sp.query)
+        # A question about the user's life: the voices' prior, and full text over what the user said.
+        voices, said = cfg.voice.adjustments(sp.query), addressee(sp.query) == "user" and cfg.said_text
+        flt, params = node_filter(intent, as_of)
+
+        async def derived(c: Any) -> tuple[list[NodeRow], bool]:  # the L1-L3 candidates, and whether X-15 applied
+            nodes = await node_candidates(c, m, sp.vector, sp.model, text, sp.mode, flt, params, 3 * sp.k, cfg=cfg)
+            if nodes or intent.kind != "CURRENT":
+                return nodes, False
+            # X-15: only superseded content matches
+            nodes = await node_candidates(c, m, sp.vector, sp.model, text, sp.mode,
+                                          "n.event_time <= %(as_of)s AND n.valid_from <= %(as_of)s",
+                                          {"as_of": as_of}, 3 * sp.k, cfg=cfg)  # fmt: skip
+            return nodes, bool(nodes)
+
+        # The units' first stage and the derived nodes' candidates on two connections at once (one when the pool
+        # has none to spare): neither reads the other's.
+        units, (nodes, fallback) = await side_by_side(
+            conn, pool, m.tenant, first_stage(conn, pool, m, sp.vector, sp.model, text, sp.mode, bound, start, as_of,
+                                              4 * sp.k + 20, voices, said, cfg=cfg), derived)  # fmt: skip
+        if intent.kind == "EVOLUTION":  # the best facts' whole version chains, each in time order
+            keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))
+            chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)
+            nodes = [*chains, *(n for n in nodes if n.layer != 2)]
+        every = best_units(units, cfg.recency if current_query else 0.0)
+        ranked = every[: sp.k]
+        outdated: dict[str, int] = {}  # fact node id -> the index in ranked of a later hit on its topic
+        if intent.kind == "CURRENT":
+            ranked, pairs = await newest_first(conn, m, sp.model, ranked, cfg.same_topic)
+            outdated = await outdated_facts(conn, m, ranked, pairs, nodes, cfg.fact_topic)
+            ranked, outdated = await named_changes(conn, m, ranked, nodes, outdated, as_of, sp.k, sp.vector, sp.model,
+                                                   voices, cfg.change_similarity)  # fmt: skip
+        # The question's best facts bring the episodes they were read from (L2 -> L4); a fact a later hit may
+        # have changed does not.
+        later = {f: ranked[j].episode_id for f, j in outdated.items()}
+        ranked = (await drill_facts(conn, m, [*ranked, *every[sp.k:]], [n for n in nodes if n.node_id not in later],
+                                    intent.kind, as_of, sp.vector, sp.model, voices, cfg=cfg))[: sp.k]  # fmt: skip
+        if sp.own_vector is not None and sp.vector is not None:
+            ranked, nodes = await own_similarities(conn, m, sp.model, sp.own_vector, voices, ranked, nodes)
+        cited = await cited_sessions(conn, m, [n.node_id for n in nodes])
+    eval_at = as_of
+    node_hits = [_hit_from_node(n, eval_at, current_query, later.get(n.node_id), cited.get(n.node_id, []))
+                 for n in nodes if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
+                 or intent.kind == "EVOLUTION"]  # fmt: skip
+    l4 = [_hit_from_unit(u, eval_at) for u in ranked]
+    floor, floor_reason = min_depth(sp.query)
+    drill: list[LayerStep] = []
+    provenance: list[str] = []
+    answer: MemoryHit | None = None
+    for layer in (1, 2, 3, 4):
+        candidates = [h for h in (l4 if layer == 4 else node_hits) if h.layer == layer and h.outdated_by is None]
+        best = max(candidates, key=lambda h: h.similarity, default=None)
+        covered = best is not None and all(t in (best.text + " " + (best.entity or "")).lower() for t in terms)
+        v = judge_layer(layer, best.similarity if best else None, covered, floor, sp.tau, floor_reason)
+        drill.append(LayerStep(layer=layer, sufficient=v.sufficient and best is not None,
+                               reason=v.reason if best is not None else "no candidate at this layer",
+                               best_similarity=best.similarity if best else None))  # fmt: skip
+        if best is not None:
+            provenance.append(best.node_id)
+        if v.sufficient and best is not None:
+            answer = best
+            break
+    if answer is None:  # no layer sufficient: the deepest evidence found answers, hedged by its score
+        answer = l4[0] if l4 else (node_hits[0] if node_hits else None)
+    # What ranked the rounds (their similarity less their voice's adjustment) says whether anything in memory is
+    # about the question: a user's question close to it in form is not (docs/kmms.md, "Abstention"). An L3
+    # summary does not count: one of the owner's episodes is close to any question about the owner.
+    best_sim = max([u.voiced for u in ranked] + [h.similarity for h in node_hits if h.layer != 3], default=0.0)
+    abstained = answer is None or (best_sim < sp.abstain_below and not terms)
+    confidence = 0.0 if answer is None else answer.confidence
+    if abstained and answer is not None:
+        confidence = min(confidence, 0.30 if terms else 0.0)  # L0 at most: "I have something on this topic"
+    context = node_hits if intent.kind == "EVOLUTION" else node_hits[: sp.k]
+    # An outdated fact goes after the others: the later episode among the hits may have changed it.
+    context = [*(h for h in context if h.outdated_by is None), *(h for h in context if h.outdated_by is not None)]
+    return SearchResult(
+        query=sp.query, as_of=as_of, temporal_intent=intent.kind, window_start=intent.start_ms,
+        window_end=intent.end_ms, temporal_cues=list(intent.cues), entities=terms,
+        answer_layer=None if answer is None else answer.layer, confidence=confidence,
+        hedging_prefix=_hedge(confidence), layer_meaning=None if answer is None else answer.layer_meaning,
+        abstained=abstained, superseded_fallback=fallback, drill=drill, provenance=provenance, hits=l4,
+        context=context, latency_ms=round((time.perf_counter() - started) * 1000, 3))  # fmt: skip
+
+
+def _hedge(value: float) -> str | None:
+    from governance.kmms.confidence import hedging
+
+    return hedging(value)
+
+
+class EpisodeVerdict(View):
+    outcome: str  # STORED | REFUSED
+    episode_id: str | None = None
+    reason_code: str | None = None
+    detail: str | None = None
+
+
+async def episode_verdict(pool: AsyncConnectionPool, tenant: str, event_id: str) -> EpisodeVerdict | None:
+    async with tenant_tx(pool, tenant) as conn:
+        cur = await conn.execute("SELECT episode_id FROM kmms.kmms_episodes WHERE tenant = %s AND "
+                                 "envelope_event_id = %s", (tenant, event_id))  # fmt: skip
+        row = await cur.fetchone()
+        if row is not None:
+            return EpisodeVerdict(outcome="STORED", episode_id=str(row[0]))
+        rej = await audit_refusal(conn, tenant, event_id)
+    if rej is not None:
+        return EpisodeVerdict(outcome="REFUSED", reason_code=str(rej[0]), detail=str(rej[1] or ""))
+    return None
+
+
+async def wait_episode(pool: AsyncConnectionPool, tenant: str, event_id: str, wait_s: float) -> EpisodeVerdict | None:
+    return await poll_verdict(episode_verdict, pool, tenant, event_id, wait_s)
+
+
+async def indexed(pool: AsyncConnectionPool, m: Memory, episode_ids: list[str], model: str) -> list[str]:
+    """Which of ``episode_ids`` are searchable: stored, every unit has its vector, and so has every node
+    consolidated from them so far (a fact the read model holds but cannot yet rank by meaning would lose
+    to an older, embedded summary)."""
+    scope = "n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s"
+    async with tenant_tx(pool, m.tenant) as conn:
+        # Derived nodes by their source links: episode -> L3 summary -> L2 fact -> L1 abstract.
+        cur = await conn.execute(
+            "WITH RECURSIVE derived(root, node_id) AS ("
+            f"SELECT e, n.node_id FROM kmms.kmms_nodes n, unnest(%(ids)s::text[]) e WHERE {scope} "
+            "AND e = ANY(n.source_ids) UNION SELECT d.root, n.node_id FROM kmms.kmms_nodes n JOIN derived d "
+            f"ON d.node_id = ANY(n.source_ids) WHERE {scope}), "
+            "units AS (SELECT u.episode_id AS root, u.unit_id AS id FROM kmms.kmms_units u WHERE u.tenant = %(t)s "
+            "AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.episode_id = ANY(%(ids)s)) "
+            "SELECT a.root FROM (SELECT root, id FROM units UNION ALL SELECT root, node_id FROM derived) a "
+            "LEFT JOIN kmms.kmms_vectors v ON v.tenant = %(t)s AND v.unit_id = a.id AND v.model = %(model)s "
+            "WHERE a.root IN (SELECT root FROM units) GROUP BY a.root HAVING bool_and(v.unit_id IS NOT NULL)",
+            {"model": model, "t": m.tenant, "c": m.claw_id, "s": m.scope, "ids": episode_ids},
+        )
+        return sorted(str(r[0]) for r in await cur.fetchall())
+
+
+class L0Term(View):
+    kind: str  # entity | topic
+    term: str
+    entity_kind: str | None
+    first_seen: int
+    episodes: int
+
+
+async def l0_terms(pool: AsyncConnectionPool, m: Memory) -> list[L0Term]:
+    async with tenant_tx(pool, m.tenant) as conn:
+        cur = await conn.execute(
+            "SELECT kind, term, entity_kind, first_seen, episodes FROM kmms.kmms_l0 WHERE tenant = %s AND "
+            "claw_id = %s AND scope = %s ORDER BY kind, episodes DESC, term",
+            (m.tenant, m.claw_id, m.scope),
+        )
+        rows: list[Any] = await cur.fetchall()
+    return [L0Term(kind=a, term=b, entity_kind=c, first_seen=d, episodes=e) for a, b, c, d, e in rows]
+
+
+async def facts(pool: AsyncConnectionPool, m: Memory, key: str | None, entity: str | None,
+                include_superseded: bool) -> list[MemoryHit]:  # fmt: skip
+    from projections.kmms.search import NODE_COLUMNS, node_of
+
+    async with tenant_tx(pool, m.tenant) as conn:
+        cur = await conn.execute(
+            f"SELECT {NODE_COLUMNS} FROM kmms.kmms_nodes n WHERE n.tenant = %s AND n.claw_id = %s AND n.scope = %s "
+            "AND n.layer = 2 AND (%s::text IS NULL OR n.fact_key = %s) AND (%s::text IS NULL OR n.entity = %s) "
+            "AND (%s OR n.status = 'CURRENT') ORDER BY n.entity, n.fact_key, n.valid_from, n.version",
+            (m.tenant, m.claw_id, m.scope, key, key, entity, entity, include_superseded),
+        )
+        rows = await cur.fetchall()
+    now = int(time.time() * 1000)
+    return [_hit_from_node(node_of(r, 0.0, 1.0), now, not include_superseded) for r in rows]

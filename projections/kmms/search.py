@@ -1,0 +1,434 @@
+"""First-stage retrieval over one memory's read model: vector (pgvector HNSW, cosine, each vector's distance
+adjusted for its voice: ``governance.kmms.voice``) and full
+text (the units holding any of the query's lexemes, ranked by Okapi BM25: ``governance.kmms.bm25``), fused by
+reciprocal rank (``governance.kmms.fusion.rrf``). Units (rounds/paragraphs of L4 episodes) roll up
+to their episode by their best unit; L1–L3 nodes are ranked the same way.
+
+Every query filters by tenant, claw and user (the memory), and by time: nothing whose event time
+is after ``bound`` (the caller's ``as_of``) is ever a candidate.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from psycopg_pool import AsyncConnectionPool
+
+from governance.kmms.bm25 import bm25, rare_terms
+from governance.kmms.feedback import feedback_order
+from governance.kmms.fusion import rrf
+from projections.kmms.config import DEFAULT, SearchConfig
+from projections.kmms.sql import (
+    FAMILY,
+    FEEDBACK_MEAN,
+    FEEDBACK_SIMILARITIES,
+    UNIT_SIMILARITIES,
+    VOICED,
+    Conn,
+    or_query,
+    query_lexemes,
+    term_frequencies,
+    vector_literal,
+)
+from projections.queries import side_by_side
+
+Mode = Literal["hybrid", "vector", "text"]
+# The first stage's fusion (docs/kmms.md, "Retrieval"): reciprocal rank with constant ``SearchConfig.rrf_k``, the
+# full-text ranking weighted ``SearchConfig.text_weight`` against the vectors' 1 (projections/kmms/config.py).
+EXACT_WINDOW = 20_000  # a time window holding at most this many units is ranked by exact distance
+# ... and one of at least ``SearchConfig.split_window``, in two halves side by side when the pool has a connection
+# to spare.
+NEAREST_FIRST, NEAREST_MAX = 1_000, 256_000  # a large memory's nearest vectors read before the time filter
+# Pseudo-relevance feedback (governance/kmms/feedback.py; docs/kmms.md, "Retrieval"): the candidates ranked again by
+# the question moved toward its FEEDBACK_TOP best (``SearchConfig.feedback_beta``; 0: off), that ranking fused with
+# weight FEEDBACK_WEIGHT.
+FEEDBACK_TOP, FEEDBACK_WEIGHT = 3, 1.0
+# An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
+_TSQ = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
+
+
+@dataclass(frozen=True)
+class Memory:
+    tenant: str
+    claw_id: str
+    scope: str  # user id, "" = the claw's own memory
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True)
+class UnitHit:
+    unit_id: str
+    episode_id: str
+    session_id: str
+    thread_id: str
+    text: str
+    occurred_at: int
+    logged_at: int
+    fused: float
+    similarity: float  # cosine similarity of the unit to the query (0 when it has no vector yet)
+    voiced: float = 0.0  # its best vector's similarity less its voice's adjustment: what ranked it
+
+
+def _weights(rankings: list[list[str]], mode: Mode, text_weight: float) -> list[float] | None:
+    """RRF weights: hybrid with both rankings gives the full-text one ``text_weight``."""
+    return [1.0, text_weight] if mode == "hybrid" and len(rankings) == 2 else None
+
+
+async def _ranked(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
+    cur = await conn.execute(sql, params)  # type: ignore[arg-type]
+    return [str(r[0]) for r in await cur.fetchall()]
+
+
+async def _distances(conn: Conn, sql: str, params: dict[str, Any]) -> list[tuple[str, float]]:
+    cur = await conn.execute(sql, params)  # type: ignore[arg-type]
+    return [(str(r[0]), float(str(r[1]))) for r in await cur.fetchall()]
+
+
+async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
+                          bound: int, start: int | None, n: int, pool: AsyncConnectionPool | None = None,
+                          voices: dict[str, float] | None = None, said: bool = False, *,
+                          cfg: SearchConfig) -> list[UnitHit]:  # fmt: skip
+    """The ``n`` best units by the fused ranking, within [start, bound] of event time. Given the ``pool``,
+    a large time window's exact ranking may use a second connection of it (``_window_ranking``). The vector
+    ranking adds ``voices`` (``VoiceWeights.adjustments`` of the question) to each vector's distance; with
+    ``said``, full text ranks the words the memory's owner said only. ``cfg``: the search's settings."""
+    lo = start if start is not None else -(2**62)
+    v = voices or {}
+    p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
+                         "bound": bound, "start": lo, "th": m.thread_id, "v_asked": v.get("asked", 0.0),
+                         "v_told": v.get("told", 0.0), "v_reply": v.get("reply", 0.0)}  # fmt: skip
+    where = ("u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.occurred_at <= %(bound)s "
+             "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
+    rankings: list[list[str]] = []
+    wants_text = mode in ("hybrid", "text") and bool(text.strip())
+    if wants_text or (vector is not None and mode in ("hybrid", "vector")):
+        p["stats"] = await _corpus_stats(conn, p)  # read once: both rankings need them
+    by_text: list[str] | None = None  # full text, when it ran beside the nearest vectors
+    known: dict[str, float] = {}  # unit -> its similarity, read off an exact scan
+    if vector is not None and mode in ("hybrid", "vector"):
+        p["q"] = vector_literal(vector)
+        # SET LOCAL hnsw.ef_search = 100, hnsw.iterative_scan = relaxed_order: in one round trip.
+        await conn.execute("SELECT set_config('hnsw.ef_search', '100', true), "
+                           "set_config('hnsw.iterative_scan', 'relaxed_order', true)")  # fmt: skip
+        window = await _window_units(conn, where, p) if start is not None else None
+        exact_scan = (window is not None and window <= EXACT_WINDOW) or p["stats"][0] < EXACT_STATS_BELOW
+        if window is not None and window <= EXACT_WINDOW:
+            # A window of few units: each unit's exact best distance (its own vector or a sentence's). The HNSW
+            # scan below would walk the whole memory's nearest vectors to find the window's (250-340 ms for the
+            # 7,000-12,000 units of a weekend at 100,000 episodes; this: 60-100 ms).
+            near = await _window_ranking(conn, pool, m.tenant, where, p, window, cfg.split_window)
+        elif wants_text and pool is not None and spare(pool):
+            # Full text on a connection of its own, side by side with the nearest vectors (one core each).
+            side = dict(p)
+            near, by_text = await side_by_side(conn, pool, m.tenant, _nearest(conn, where, p, 3 * n, window),
+                                                 lambda c: _bm25_units(c, side, prune=True, said=said,
+                                                                       common_share=cfg.common_share))  # fmt: skip
+        else:
+            near = await _nearest(conn, where, p, 3 * n, window)
+        best: dict[str, float] = {}  # unit -> its best (voice-adjusted) distance: its first row's
+        for u, d in near:
+            best.setdefault(u, d)
+        rankings.append(list(best)[:n])
+        if not any(v.values()) and exact_scan:
+            # No voice adjusts a distance, and each distance is exact: they are the units' similarities, which
+            # the read below then need not compute again (~30 us a unit: most of a small memory's read).
+            known = {u: 1.0 - d for u, d in best.items()}
+    if wants_text:
+        if by_text is None:
+            by_text = await _bm25_units(conn, p, prune=bool(rankings), said=said, common_share=cfg.common_share)
+        rankings.append(by_text)
+    fused = rrf(rankings, k=cfg.rrf_k, weights=_weights(rankings, mode, cfg.text_weight))[:n]
+    if not fused:
+        return []
+    p["ids"] = [u for u, _ in fused]
+    sims, fb = UNIT_SIMILARITIES if "q" in p else "NULL::float8[]", ""
+    if "q" in p and cfg.feedback_beta > 0 and len(fused) > 2:  # the moved question's similarities, in the same read
+        p |= {"beta": cfg.feedback_beta, "top": p["ids"][:FEEDBACK_TOP]}
+        sims, fb = FEEDBACK_SIMILARITIES, f", {FEEDBACK_MEAN}"
+    elif known:  # computed only for the units the scan did not rank (those full text alone found)
+        p["known"] = list(known)
+        sims = f"CASE WHEN u.unit_id = ANY(%(known)s) THEN NULL ELSE {sims} END"
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
+        f"{sims} FROM kmms.kmms_units u{fb} WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
+        p,
+    )
+    rows = {str(r[0]): r for r in await cur.fetchall()}
+    if fb:
+        fused = feedback_order(fused, {u: _third(r[7]) for u, r in rows.items()}, FEEDBACK_WEIGHT)
+    return [unit_hit(rows[u], score, known.get(u)) for u, score in fused if u in rows]
+
+
+def unit_hit(r: Sequence[object], fused: float, similarity: float | None = None) -> UnitHit:
+    """A row of (unit_id, episode_id, session_id, thread_id, text, occurred_at, logged_at, ``UNIT_SIMILARITIES``)
+    as a hit with the ``fused`` score; given its ``similarity`` (no voice adjusting it), the row's is not read."""
+    pair: Any = (similarity, similarity) if similarity is not None else r[7]
+    raw, voiced = (float(pair[0] or 0.0), float(pair[1] or 0.0)) if pair else (0.0, 0.0)
+    return UnitHit(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), fused, raw,
+                   voiced)  # fmt: skip
+
+
+def _third(sims: Any) -> float | None:
+    """The feedback similarity of a ``FEEDBACK_SIMILARITIES`` array (None: the unit has no vector yet)."""
+    return None if not sims or sims[2] is None else float(sims[2])
+
+
+# A large memory's full-text candidates are selected by its query's lexemes that fewer than this share of the
+# units hold (kmms.common_lexemes, migration 24), and ranked by those: a lexeme a fiftieth of the units hold
+# means reading all of them (60-90 ms at 400,000 units) for a term BM25 weighs at next to nothing
+# (``SearchConfig.common_share``; 1: off).
+_common: dict[bool, tuple[float, frozenset[str]]] = {}  # said? -> (monotonic time read, the lexemes)
+BM25_CANDIDATES = 2_000  # units holding a query lexeme, ranked in Python; a memory's recent ones first
+# BM25's corpus statistics (units, average length) of a memory are read exactly while it is small; a large
+# one's are kept this long per process: reading them means reading every unit's tsvector (140 ms at 400,000
+# units), and a minute of new units moves an idf or the average length by a fraction of a percent.
+EXACT_STATS_BELOW = 5_000
+STATS_TTL_S = 60.0
+# memory -> (monotonic time, units, their average length, units with words of the owner's, their average length)
+_stats: dict[tuple[str, str, str], tuple[float, int, float, int, float]] = {}
+
+
+async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int,
+                   window: int | None = None) -> list[tuple[str, float]]:  # fmt: skip
+    """Units by distance to the query, one (unit, voice-adjusted distance) row per vector (a unit's own, kind
+    'unit', and its sentences', kind 'sentence', id ``<unit>~s<n>``: a unit ranks by its best, its first row),
+    ``want`` rows, within ``where``.
+
+    The memory's vectors are read by themselves first, and only then joined to their units (time, thread):
+    in one joined statement under the application role's row-level security, the planner scanned every
+    vector of the tenant (1.6 s at 500,000 vectors; 50 ms by HNSW for the owner). A small memory's vectors
+    are all read (by the scope index: exact); a large one's nearest ``k`` by HNSW, ``k`` growing while too
+    few of them pass the time filter. With a time window of ``window`` units, ``k`` starts where the window's
+    share of the memory says enough will pass, instead of growing to it one scan at a time."""
+    units, *_ = await _corpus_stats(conn, p)
+    mine = ("v.model = %(model)s AND v.kind IN ('unit', 'sentence') AND v.tenant = %(t)s AND v.claw_id = %(c)s "
+            "AND v.scope = %(s)s")  # fmt: skip
+    # The parent unit's id is computed before the join: a join on a function of the row (regexp_replace is not
+    # leakproof) cannot use the units' primary key under row-level security, and became a scan of them all.
+    # Only a sentence's id is cut back to its unit's: regexp_replace costs ~13 us a row, most of an exact scan.
+    near = ("SELECT v.unit_id, CASE WHEN v.kind = 'sentence' THEN regexp_replace(v.unit_id, '~s[0-9]+$', '') "
+            "ELSE v.unit_id END AS parent, v.voice, "
+            "v.embedding <=> %(q)s::vector AS d FROM kmms.kmms_vectors v WHERE " + mine)  # fmt: skip
+    # Ranked first, then each row's unit looked up in that order until ``want`` pass: joining them all first
+    # probed the units' key for every one of the 1,000 nearest (3.7 of 14 ms at 100,000 episodes; now ~200).
+    then = (f"SELECT r.parent, r.adj FROM (SELECT near.unit_id, near.parent, near.d + {VOICED.format(v='near')} AS adj "
+            "FROM near ORDER BY adj, near.unit_id) r WHERE EXISTS (SELECT 1 FROM kmms.kmms_units u WHERE "
+            f"u.tenant = %(t)s AND u.unit_id = r.parent AND {where}) "
+            "ORDER BY r.adj, r.unit_id LIMIT %(want)s")  # fmt: skip
+    if units < EXACT_STATS_BELOW:
+        return await _distances(conn, f"WITH near AS MATERIALIZED ({near}) {then}", {**p, "want": want})
+    k = NEAREST_FIRST
+    if window:  # twice the rows the window's share of the memory should yield
+        k = min(NEAREST_MAX, max(k, 2 * want * units // window))
+    while True:
+        await conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {max(20_000, 2 * k)}")
+        rows = await _distances(conn, f"WITH near AS MATERIALIZED ({near} ORDER BY d LIMIT %(k)s) {then}",
+                                {**p, "want": want, "k": k})  # fmt: skip
+        if len(rows) >= want or k >= 2 * units or k >= NEAREST_MAX:
+            return rows
+        k *= 4
+
+
+async def _exact(conn: Conn, where: str, p: dict[str, Any]) -> list[tuple[str, float]]:
+    """The window's ``n`` units nearest the query, each by its best vector (its own or a sentence's)."""
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT u.unit_id, x.d FROM kmms.kmms_units u, LATERAL (SELECT min((v.embedding <=> %(q)s::vector) + "
+        f"{VOICED.format(v='v')}) AS d "
+        f"FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({FAMILY}) AND v.model = %(model)s "
+        f"AND v.tenant = u.tenant) x WHERE {where} AND x.d IS NOT NULL ORDER BY x.d, u.unit_id "
+        "LIMIT %(n)s", p)  # fmt: skip
+    return [(str(r[0]), float(str(r[1]))) for r in await cur.fetchall()]
+
+
+def spare(pool: AsyncConnectionPool) -> bool:
+    """Whether the pool can lend a connection without making a request wait."""
+    s = pool.get_stats()
+    idle, size = s.get("pool_available", 0), s.get("pool_size", 0)
+    return s.get("requests_waiting", 0) == 0 and (idle > 0 or size < (pool.max_size or 0))
+
+
+async def _window_ranking(conn: Conn, pool: AsyncConnectionPool | None, tenant: str, where: str, p: dict[str, Any],
+                          window: int, split: int = DEFAULT.split_window) -> list[tuple[str, float]]:  # fmt: skip
+    """A time window's units by exact distance. Each unit costs an index probe per vector id and a distance
+    (about 4.5 us; 50-70 ms for the 12,000-18,000 units of a weekend at 100,000 episodes), and Postgres will
+    not plan this in parallel. So a window of ``split`` units or more, when the pool has a connection to
+    spare, is ranked as two halves of time side by side, one core each, and the halves' best are merged: the
+    same units in the same order (ties on distance by unit id)."""
+    if pool is None or window < split or not spare(pool):
+        return await _exact(conn, where, p)
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT u.occurred_at FROM kmms.kmms_units u WHERE {where} ORDER BY u.occurred_at OFFSET %(half)s LIMIT 1",
+        {**p, "half": window // 2})  # fmt: skip
+    row = await cur.fetchone()
+    if row is None:
+        return await _exact(conn, where, p)
+    halves = {**p, "mid": int(str(row[0]))}
+
+    early, late = where + " AND u.occurred_at <= %(mid)s", where + " AND u.occurred_at > %(mid)s"
+    first, second = await side_by_side(conn, pool, tenant, _exact(conn, early, halves),
+                                       lambda c: _exact(c, late, halves))  # fmt: skip
+    return sorted(first + second, key=lambda r: (r[1], r[0]))[: int(p["n"])]
+
+
+async def _window_units(conn: Conn, where: str, p: dict[str, Any]) -> int:
+    cur = await conn.execute(f"SELECT count(*) FROM kmms.kmms_units u WHERE {where}", p)  # type: ignore[arg-type]
+    row = await cur.fetchone()
+    return int(str(row[0])) if row else 0
+
+
+async def _lexemes_and_common(conn: Conn, p: dict[str, Any], said: bool,
+                              common_share: float) -> tuple[list[str], frozenset[str]]:  # fmt: skip
+    """The query's lexemes, and the common ones (held by more than ``common_share`` of the units; the set is read
+    once a minute)."""
+    cur = await conn.execute("SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')", p)
+    row = await cur.fetchone()
+    terms = query_lexemes(str(row[0])) if row else []
+    read_at, common = _common.get(said, (-1e9, frozenset()))
+    if terms and time.monotonic() - read_at > STATS_TTL_S:
+        fn = "common_said_lexemes" if said else "common_lexemes"
+        cur = await conn.execute(f"SELECT kmms.{fn}(%s::real)", (common_share,))
+        common = frozenset(str(r[0]) for r in await cur.fetchall())
+        _common[said] = (time.monotonic(), common)
+    return terms, common
+
+
+async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float, int, float]:
+    """A memory's units and their average full-text length; those with words of the owner's, and theirs."""
+    if "stats" in p:  # read already by this search (``unit_candidates``)
+        return p["stats"]  # type: ignore[no-any-return]
+    key = (str(p["t"]), str(p["c"]), str(p["s"]))
+    cached = _stats.get(key)
+    if cached is not None and cached[1] >= EXACT_STATS_BELOW and time.monotonic() - cached[0] < STATS_TTL_S:
+        return cached[1:]
+    cur = await conn.execute(  # type: ignore[arg-type]
+        "SELECT count(*), coalesce(avg(length(u.tsv)), 1), count(*) FILTER (WHERE u.said <> ''), "
+        "coalesce(avg(length(u.said_tsv)) FILTER (WHERE u.said <> ''), 1) FROM kmms.kmms_units u WHERE "
+        "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s", p)  # fmt: skip
+    row = await cur.fetchone()
+    got = (int(str(row[0])), float(str(row[1])), int(str(row[2])), float(str(row[3]))) if row else (0, 1.0, 0, 1.0)
+    if len(_stats) > 10_000:  # a bound, not an LRU: the API serves many memories, each re-read at its next search
+        _stats.clear()
+    _stats[key] = (time.monotonic(), *got)
+    return got
+
+
+async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: bool = False,
+                      common_share: float = DEFAULT.common_share) -> list[str]:  # fmt: skip
+    """Units by BM25; with ``prune`` (a vector ranking stands beside it), a large memory's common lexemes left
+    out (those more than ``common_share`` of its units hold). Full text alone (mode ``text``) keeps every lexeme:
+    it is all there is. With ``said``, over the words the memory's owner said in each unit only
+    (``kmms_units.said``, migration 27)."""
+    # Through kmms.unit_text_matches (migration 20) or unit_said_matches (27): under row-level security a plain
+    # query could not use the text index. They apply the same memory, time and thread conditions as ``where``.
+    units, avg_units, owners, avg_owners = await _corpus_stats(conn, p)
+    total, avg_len = (owners, avg_owners) if said else (units, avg_units)
+    query, tsq = f"{_TSQ}, ", "qq.q"
+    if prune and total >= EXACT_STATS_BELOW and common_share < 1:
+        terms, common = await _lexemes_and_common(conn, p, said, common_share)
+        rare = or_query(rare_terms(terms, common))
+        if rare is None:  # only common words: their candidates are the memory's most recent units, ranked by noise
+            return []
+        query, tsq, p = "", "%(rare)s::tsquery", {**p, "rare": rare}
+    fn = "unit_said_matches" if said else "unit_text_matches"
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT {tsq}::text, m.unit_id, m.lexemes, m.tsv FROM {query}"
+        f"kmms.{fn}(%(c)s, %(s)s, {tsq}, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
+        {**p, "cap": BM25_CANDIDATES})  # fmt: skip
+    rows = await cur.fetchall()
+    if not rows:
+        return []
+    terms = query_lexemes(str(rows[0][0]))
+    docs = ((str(r[1]), term_frequencies(str(r[3]), terms), int(str(r[2]))) for r in rows)
+    ranked = bm25(terms, docs, total, avg_len)
+    return [doc for doc, _ in ranked[: p["n"]]]
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    node_id: str
+    layer: int
+    entity: str
+    topic: str
+    time_window: str | None
+    content: str
+    version: int
+    supersedes: str | None
+    superseded_by: str | None
+    status: str
+    valid_from: int
+    valid_until: int | None
+    event_time: int
+    fact_key: str | None
+    fact_value: str | None
+    fact_type: str | None
+    confidence: float
+    context: str | None
+    source_ids: tuple[str, ...]
+    strength: float
+    reinforcements: int
+    last_verified: int | None
+    logged_at: int
+    flagged: bool
+    fused: float = 0.0
+    similarity: float = 0.0
+
+
+NODE_COLUMNS = ("n.node_id, n.layer, n.entity, n.topic, n.time_window, n.content, n.version, n.supersedes, "
+                "n.superseded_by, n.status, n.valid_from, n.valid_until, n.event_time, n.fact_key, n.fact_value, "
+                "n.fact_type, n.confidence, n.context, n.source_ids, n.strength, n.reinforcements, "
+                "n.last_verified, n.logged_at, n.flagged")  # fmt: skip
+
+
+def node_of(r: tuple[object, ...], fused: float = 0.0, similarity: float = 0.0) -> NodeRow:
+    a: Any = r
+    return NodeRow(str(a[0]), int(a[1]), str(a[2]), str(a[3]), a[4], str(a[5]), int(a[6]), a[7], a[8], str(a[9]),
+                   int(a[10]), a[11], int(a[12]), a[13], a[14], a[15], float(a[16]), a[17], tuple(a[18] or ()),
+                   float(a[19]), int(a[20]), a[21], int(a[22]), bool(a[23]), fused, similarity)  # fmt: skip
+
+
+async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
+                          time_filter: str, params: dict[str, Any], n: int, *,
+                          cfg: SearchConfig) -> list[NodeRow]:  # fmt: skip
+    """The ``n`` best L1–L3 nodes passing ``time_filter`` (SQL over ``n.``), by the fused ranking."""
+    p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n, **params}
+    where = f"n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s AND {time_filter}"
+    rankings: list[list[str]] = []
+    if vector is not None and mode in ("hybrid", "vector"):
+        p["q"] = vector_literal(vector)
+        rankings.append(await _ranked(conn, (
+            "SELECT n.node_id FROM kmms.kmms_vectors v JOIN kmms.kmms_nodes n ON n.tenant = v.tenant "
+            "AND n.node_id = v.unit_id WHERE v.model = %(model)s AND v.kind = 'node' AND v.tenant = %(t)s "
+            f"AND v.claw_id = %(c)s AND v.scope = %(s)s AND {where} "
+            "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(n)s"), p))  # fmt: skip
+    if mode in ("hybrid", "text") and text.strip():
+        rankings.append(await _ranked(conn, (
+            f"SELECT n.node_id FROM kmms.kmms_nodes n, {_TSQ} WHERE {where} AND n.tsv @@ qq.q "
+            "ORDER BY ts_rank_cd(n.tsv, qq.q, 32) DESC, n.node_id LIMIT %(n)s"), p))  # fmt: skip
+    fused = rrf(rankings, k=cfg.rrf_k, weights=_weights(rankings, mode, cfg.text_weight))[:n]
+    if not fused:
+        return []
+    p["ids"] = [u for u, _ in fused]
+    sim = "1 - (v.embedding <=> %(q)s::vector)" if "q" in p else "0"
+    cur = await conn.execute(  # type: ignore[arg-type]
+        f"SELECT {NODE_COLUMNS}, coalesce({sim}, 0) FROM kmms.kmms_nodes n LEFT JOIN kmms.kmms_vectors v "
+        "ON v.tenant = n.tenant AND v.unit_id = n.node_id AND v.model = %(model)s "
+        "WHERE n.tenant = %(t)s AND n.node_id = ANY(%(ids)s)",
+        p,
+    )
+    rows = {str(r[0]): r for r in await cur.fetchall()}
+    score = dict(fused)
+    return [node_of(r[:-1], score[i], float(str(r[-1]))) for i in p["ids"] if (r := rows.get(i)) is not None]
+
+
+async def unit_similarities(conn: Conn, m: Memory, model: str, unit_ids: list[str]) -> dict[tuple[str, str], float]:
+    """Cosine similarity of each pair of the units' own vectors (not their sentences'), keyed (a, b) with a < b."""
+    cur = await conn.execute(
+        "SELECT a.unit_id, b.unit_id, 1 - (a.embedding <=> b.embedding) FROM kmms.kmms_vectors a "
+        "JOIN kmms.kmms_vectors b ON b.tenant = a.tenant AND b.model = a.model AND b.unit_id > a.unit_id "
+        "WHERE a.tenant = %(t)s AND a.model = %(model)s AND a.unit_id = ANY(%(ids)s) AND b.unit_id = ANY(%(ids)s)",
+        {"t": m.tenant, "model": model, "ids": unit_ids},
+    )
+    return {(str(a), str(b)): float(str(s)) for a, b, s in await cur.fetchall()}

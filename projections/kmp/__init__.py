@@ -1,0 +1,1 @@
+"""KMP's read side: its read model (``read_model``), migrations, queries and views."""

@@ -1,0 +1,2 @@
+"""The votes' read side: proposals, votes, decisions and facts (``read_model``) and their
+queries (``queries``)."""
