@@ -86,7 +86,7 @@ async def _ranked(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
 
 async def _distances(conn: Conn, sql: str, params: dict[str, Any]) -> list[tuple[str, float]]:
     cur = await conn.execute(sql, params)  # type: ignore[arg-type]
-    return [(str(r[0]), float(str(r[1]))) for r in await cur.fetchall()]
+    return [(str(r[0]), float(r[1])) for r in cast(list[Any], await cur.fetchall())]
 
 
 async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
@@ -151,7 +151,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
         p |= {"beta": cfg.feedback_beta, "top": p["ids"][:FEEDBACK_TOP]}
         sims, fb = FEEDBACK_SIMILARITIES, f", {FEEDBACK_MEAN}"
     elif known:  # computed only for the units the scan did not rank (those full text alone found)
-        p["known"] = list(known)
+        p["known"] = [u for u in p["ids"] if u in known]
         sims = f"CASE WHEN u.unit_id = ANY(%(known)s) THEN NULL ELSE {sims} END"
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
@@ -242,7 +242,7 @@ async def _exact(conn: Conn, where: str, p: dict[str, Any]) -> list[tuple[str, f
         f"FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({FAMILY}) AND v.model = %(model)s "
         f"AND v.tenant = u.tenant) x WHERE {where} AND x.d IS NOT NULL ORDER BY x.d, u.unit_id "
         "LIMIT %(n)s", p)  # fmt: skip
-    return [(str(r[0]), float(str(r[1]))) for r in await cur.fetchall()]
+    return [(str(r[0]), float(r[1])) for r in cast(list[Any], await cur.fetchall())]
 
 
 def spare(pool: AsyncConnectionPool) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from psycopg import AsyncConnection
 
@@ -49,7 +50,12 @@ FEEDBACK_SIMILARITIES = (
 
 
 def vector_literal(v: list[float]) -> str:
-    """A vector as pgvector's text form, for ``%(q)s::vector``."""
+    """A vector as pgvector's text form, for ``%(q)s::vector`` (a search writes its question's several times)."""
+    return _literal(tuple(v))
+
+
+@lru_cache(maxsize=16)
+def _literal(v: tuple[float, ...]) -> str:
     return "[" + ",".join(repr(float(x)) for x in v) + "]"
 
 
