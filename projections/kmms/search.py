@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from psycopg_pool import AsyncConnectionPool
 
@@ -28,9 +28,9 @@ from projections.kmms.sql import (
     UNIT_SIMILARITIES,
     VOICED,
     Conn,
-    counted,
     or_query,
     query_lexemes,
+    term_frequencies,
     vector_literal,
 )
 from projections.queries import side_by_side
@@ -48,8 +48,6 @@ NEAREST_FIRST, NEAREST_MAX = 1_000, 256_000  # a large memory's nearest vectors 
 FEEDBACK_TOP, FEEDBACK_WEIGHT = 3, 1.0
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
 _TSQ = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
-# The question's lexemes as an array (raw, as a tsvector's unnest gives them), a FROM item named ``lx``.
-_LEXEMES = "(SELECT tsvector_to_array(to_tsvector('english', %(text)s)) AS a) lx"
 
 
 @dataclass(frozen=True)
@@ -335,20 +333,15 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
             return []
         query, tsq, p = "", "%(rare)s::tsquery", {**p, "rare": rare}
     fn = "unit_said_matches" if said else "unit_text_matches"
-    # Each candidate's frequencies of the question's lexemes, counted by Postgres from its tsvector (the lexemes
-    # of plainto_tsquery's text are to_tsvector's): reading every candidate's whole tsvector text in Python
-    # instead cost 5-8 ms a search on LoCoMo.
     cur = await conn.execute(  # type: ignore[arg-type]
-        f"SELECT {tsq}::text, m.unit_id, m.lexemes, t.l, t.n FROM {query}{_LEXEMES}, "
-        f"kmms.{fn}(%(c)s, %(s)s, {tsq}, %(start)s, %(bound)s, %(th)s, %(cap)s) m, LATERAL (SELECT "
-        "array_agg(x.lexeme) AS l, array_agg(coalesce(array_length(x.positions, 1), 1)) AS n "
-        "FROM unnest(m.tsv::tsvector) x WHERE x.lexeme = ANY(lx.a)) t",
+        f"SELECT {tsq}::text, m.unit_id, m.lexemes, m.tsv FROM {query}"
+        f"kmms.{fn}(%(c)s, %(s)s, {tsq}, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
         {**p, "cap": BM25_CANDIDATES})  # fmt: skip
     rows = await cur.fetchall()
     if not rows:
         return []
     terms = query_lexemes(str(rows[0][0]))
-    docs = ((str(r[1]), counted(terms, r[3], r[4]), int(str(r[2]))) for r in cast(list[Any], rows))
+    docs = ((str(r[1]), term_frequencies(str(r[3]), terms), int(str(r[2]))) for r in rows)
     ranked = bm25(terms, docs, total, avg_len)
     return [doc for doc, _ in ranked[: p["n"]]]
 

@@ -1,37 +1,44 @@
-"""BM25 over Postgres full text: term counts (projections.kmms.sql), idf, length normalisation
-(governance.kmms.bm25)."""
+"""BM25 over tsvector text: term lookup (projections.kmms.sql), idf, length normalisation (governance.kmms.bm25)."""
 
 from __future__ import annotations
 
 import math
+import re
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from governance.kmms.bm25 import K1, B, bm25, rare_terms
-from projections.kmms.sql import counted, or_query, query_lexemes, quoted
+from projections.kmms.sql import or_query, query_lexemes, quoted, term_frequencies
+
+_ENTRY = re.compile(r"'((?:[^']|'')+)'(?::([\d,A-D]+))?")
 
 
-def test_counts_as_postgres_unnests_them() -> None:
-    # unnest(tsvector) gives raw lexemes; query_lexemes keeps a backslash escaped as the tsquery text prints it.
-    got = counted(
-        ["buy", "weekend", "o'brien", "a\\\\b", "missing"], ["weekend", "buy", "o'brien", "a\\b"], [2, 1, 1, 3]
-    )
-    assert got == {"buy": 1, "weekend": 2, "o'brien": 1, "a\\\\b": 3}
-    assert list(got) == ["buy", "weekend", "o'brien", "a\\\\b"]  # in the question's order
-    assert counted(["buy"], None, None) == {}  # no lexeme of the question in the unit
+def parse_all(text: str) -> dict[str, int]:
+    """Reference: every lexeme of the text form with its number of positions."""
+    return {m[1].replace("''", "'"): (m[2].count(",") + 1 if m[2] else 1) for m in _ENTRY.finditer(text)}
+
+
+def test_lookup_of_postgres_text_forms() -> None:
+    text = "'buy':3 'weekend':5,9 'o''brien':1 'skateboard':4 'x'"
+    assert term_frequencies(text, ["buy", "weekend", "o'brien", "x", "board", "brien", "missing"]) == {
+        "buy": 1, "weekend": 2, "o'brien": 1, "x": 1}  # fmt: skip
     assert query_lexemes("'buy' | 'weekend' | 'buy'") == ["buy", "weekend"]
 
 
-_LEXEMES = st.text(alphabet="ab'x\\", min_size=1, max_size=5)
+_LEXEMES = st.text(alphabet="ab',:x", min_size=1, max_size=5)
+_POSITIONS = st.one_of(st.none(), st.lists(st.integers(1, 300), min_size=1, max_size=4, unique=True))
 
 
-@given(st.dictionaries(_LEXEMES, st.integers(1, 256), max_size=8), st.lists(_LEXEMES, max_size=6))
-def test_counted_keeps_exactly_the_questions_terms(entries: dict[str, int], others: list[str]) -> None:
-    terms = list(dict.fromkeys([*(k.replace("\\", "\\\\") for k in entries), *others]))
-    got = counted(terms, list(entries), list(entries.values()))
-    want = {k.replace("\\", "\\\\"): n for k, n in entries.items()}
-    assert got == {t: want[t] for t in terms if t in want}
+@given(st.dictionaries(_LEXEMES, _POSITIONS, max_size=8), st.lists(_LEXEMES, max_size=6))
+def test_lookup_agrees_with_a_full_parse(entries: dict[str, list[int] | None], others: list[str]) -> None:
+    text = " ".join(
+        "'" + lex.replace("'", "''") + "'" + (":" + ",".join(map(str, sorted(pos))) if pos else "")
+        for lex, pos in sorted(entries.items())
+    )
+    terms = list(dict.fromkeys([*entries, *others]))
+    full = parse_all(text)
+    assert term_frequencies(text, terms) == {t: full[t] for t in terms if t in full}
 
 
 def test_rare_terms_outweigh_common_ones_and_scores_are_exact() -> None:
