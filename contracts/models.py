@@ -60,6 +60,14 @@ class WireModel(BaseModel):
         return self.model_dump(by_alias=True)
 
 
+class StrictWireModel(WireModel):
+    """A wire model whose JSON types are as declared (``false`` is not 0, ``"1"`` is not 1). The KMP ingest
+    payload is one: the HTTP API and MCP take it as it is (``projections/http/kmp_models.py``), so its parts are
+    declared once, here, for the log and for the edge."""
+
+    model_config = ConfigDict(strict=True)
+
+
 class ProposalPayload(WireModel):
     proposal_id: Id
     fact_key: Id
@@ -178,7 +186,7 @@ class ErasurePayload(WireModel):
     reason: OptText = ""
 
 
-class KmpDimension(WireModel):
+class KmpDimension(StrictWireModel):
     """A memory plane inside an about (session, agent, attempt, incident_phase...): its identity is
     ``about:<about>:dimension:<id>``, so two abouts' ``session:1`` never mix."""
 
@@ -187,14 +195,14 @@ class KmpDimension(WireModel):
     title: Label = ""
 
 
-class KmpCoordinate(WireModel):
+class KmpCoordinate(StrictWireModel):
     """Where an entry sits in one dimension, with its order there."""
 
     dimension: Id
     sequence: Long = 0
 
 
-class KmpEntry(WireModel):
+class KmpEntry(StrictWireModel):
     id: Id
     kind: Label  # objective, observation, hypothesis, decision, action, result, question, next_action, guardrail...
     text: Text
@@ -205,7 +213,7 @@ class KmpEntry(WireModel):
     metadata: dict[Id, Label] = Field(default_factory=dict, max_length=MAX_ITEMS)
 
 
-class KmpRelation(WireModel):
+class KmpRelation(StrictWireModel):
     """Why two memory items connect, as the writer states it; the kernel grades it, never infers it."""
 
     source_ref: Id
@@ -217,21 +225,21 @@ class KmpRelation(WireModel):
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
-class KmpEvidence(WireModel):
+class KmpEvidence(StrictWireModel):
     id: Id
     text: Text
     supports: list[Id] = Field(default_factory=list, max_length=MAX_ITEMS)
     source: Label = ""
 
 
-class KmpProvenance(WireModel):
+class KmpProvenance(StrictWireModel):
     source_kind: Literal["HUMAN", "AGENT", "PROJECTION", "DERIVED"] = "AGENT"
     source_agent: Label = ""
     correlation_id: Label = ""
     causation_id: Label = ""
 
 
-class KmpIngestPayload(WireModel):
+class KmpIngestPayload(StrictWireModel):
     """KMP ingest (seed 001): structured memory for one about, written by a writer who decided its
     meaning. ``context_refs`` are the refs the writer read before writing (relation quality)."""
 

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from contracts.models import MAX_ID, MAX_ITEMS, MAX_LABEL, MAX_TEXT
+from contracts.models import MAX_ID, MAX_ITEMS, MAX_TEXT, KmpIngestPayload
 from projections.http.limits import Clean
 
 IdStr = Annotated[str, Field(min_length=1, max_length=MAX_ID), Clean]
@@ -14,74 +14,19 @@ KnownAt = Annotated[int | None, Field(default=None, ge=0, le=2**62,
                                       "default now")]  # fmt: skip
 
 
-LabelStr = Annotated[str, Field(max_length=MAX_LABEL), Clean]
-TextStr = Annotated[str, Field(min_length=1, max_length=MAX_TEXT), Clean]
-Long = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
-
-
 class Body(BaseModel):
     # strict: JSON types as declared (false is not 0), like the other routes.
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)
 
 
-# The wire payload's parts (contracts/models.py Kmp*), strict for HTTP: same fields, same limits.
-class DimensionIn(Body):
-    id: IdStr
-    kind: LabelStr
-    title: LabelStr = ""
+class IngestIn(KmpIngestPayload):
+    """kernel_ingest: already-structured memory for one about. The body is the wire payload
+    (``contracts.models.KmpIngestPayload``: its parts, limits and strict JSON types are declared there once)
+    with the ingest id optional and two fields of the edge's own."""
 
+    model_config = ConfigDict(frozen=False)
 
-class CoordinateIn(Body):
-    dimension: IdStr
-    sequence: Long = 0
-
-
-class EntryIn(Body):
-    id: IdStr
-    kind: LabelStr
-    text: TextStr
-    occurred_at: Long
-    coordinates: list[CoordinateIn] = Field(default_factory=list, max_length=MAX_ITEMS)
-    valid_from: Long | None = None
-    valid_until: Long | None = None
-    metadata: dict[IdStr, LabelStr] = Field(default_factory=dict, max_length=MAX_ITEMS)
-
-
-class RelationIn(Body):
-    source_ref: IdStr
-    target_ref: IdStr
-    rel: LabelStr
-    semantic_class: LabelStr
-    why: Annotated[str, Field(max_length=MAX_TEXT), Clean] = ""
-    evidence_refs: list[IdStr] = Field(default_factory=list, max_length=MAX_ITEMS)
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-
-
-class EvidenceIn(Body):
-    id: IdStr
-    text: TextStr
-    supports: list[IdStr] = Field(default_factory=list, max_length=MAX_ITEMS)
-    source: LabelStr = ""
-
-
-class ProvenanceIn(Body):
-    source_kind: Literal["HUMAN", "AGENT", "PROJECTION", "DERIVED"] = "AGENT"
-    source_agent: LabelStr = ""
-    correlation_id: LabelStr = ""
-    causation_id: LabelStr = ""
-
-
-class IngestIn(Body):
-    """kernel_ingest: already-structured memory for one about (strict)."""
-
-    about: IdStr
-    ingest_id: IdStr | None = None
-    dimensions: list[DimensionIn] = Field(default_factory=list, max_length=MAX_ITEMS)
-    entries: list[EntryIn] = Field(default_factory=list, max_length=MAX_ITEMS)
-    relations: list[RelationIn] = Field(default_factory=list, max_length=MAX_ITEMS)
-    evidence: list[EvidenceIn] = Field(default_factory=list, max_length=MAX_ITEMS)
-    provenance: ProvenanceIn = Field(default_factory=ProvenanceIn)
-    context_refs: list[IdStr] = Field(default_factory=list, max_length=MAX_ITEMS)
+    ingest_id: IdStr | None = None  # type: ignore[assignment]  # optional here: the API names one when absent
     idempotency_key: IdStr | None = None
     dry_run: bool = Field(default=False, description="judge and grade against the about as known now; publish nothing")
 
