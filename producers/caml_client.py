@@ -23,6 +23,8 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from contracts.caml_views import RecallHit
+
 log = logging.getLogger("hivemem.caml.client")
 TOKENS_PER_CHAR = 0.25  # a rough budget: about four characters per token
 
@@ -31,21 +33,7 @@ class _View(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
 
-class Hit(_View):
-    observation_id: str
-    observation_type: str
-    domain: str
-    summary: str
-    pattern: dict[str, Any]
-    confidence: float
-    composite_score: float
-    similarity: float
-    author_reputation: float
-    validations: int
-    refutations: int
-    age_days: float
-    author: str
-    own: bool
+Hit = RecallHit  # the server's answer, declared once (contracts/caml_views.py)
 
 
 class WriteResult(_View):

@@ -27,65 +27,17 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from contracts import kmms_views as views
+
 
 class _View(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
 
-class Hit(_View):
-    layer: int
-    node_id: str
-    score: float
-    similarity: float
-    confidence: float
-    hedging: str | None
-    layer_meaning: str
-    text: str
-    episode_id: str | None = None
-    session_id: str | None = None
-    thread_id: str | None = None
-    occurred_at: datetime | None = None
-    valid_from: datetime | None = None
-    valid_until: datetime | None = None
-    status: str = "CURRENT"
-    entity: str | None = None
-    topic: str | None = None
-    fact_key: str | None = None
-    fact_value: str | None = None
-    version: int | None = None
-    supersedes: str | None = None
-    superseded_by: str | None = None
-    source_ids: list[str] = []
-    session_ids: list[str] = []  # a derived node's: the sessions of the episodes it was read from
-    outdated_by: str | None = None  # a fact a later episode among the hits may have changed: that episode
-    modifiers: list[tuple[str, float]] = []  # the confidence modifiers applied, e.g. ("newer_evidence", -0.3)
-
-
-class LayerStep(_View):
-    layer: int
-    sufficient: bool
-    reason: str
-    best_similarity: float | None
-
-
-class SearchResult(_View):
-    query: str
-    temporal_intent: str
-    window_start: datetime | None = None
-    window_end: datetime | None = None
-    entities: list[str]
-    answer_layer: int | None
-    confidence: float
-    hedging_prefix: str | None
-    layer_meaning: str | None
-    abstained: bool
-    superseded_fallback: bool
-    drill: list[LayerStep]
-    provenance: list[str]
-    hits: list[Hit]  # evidence (L4 episodes), best first
-    context: list[Hit] = []  # derived nodes (L1-L3) with the sessions they cite; they never displace evidence
-    latency_ms: float
-    embedding_model: str | None = None  # the model whose vectors ranked the hits (None: text only)
+# The API's answer, declared once for the server and the SDK (contracts/kmms_views.py); here its times are datetimes.
+Hit = views.MemoryHit[datetime]
+LayerStep = views.LayerStep
+SearchResult = views.SearchResult[datetime]
 
 
 class Answer(_View):
@@ -141,7 +93,7 @@ def _ms_fields(data: Any) -> Any:
     return data
 
 
-_TIME_KEYS = {"occurredAt", "validFrom", "validUntil", "windowStart", "windowEnd", "erasedAt"}
+_TIME_KEYS = {"occurredAt", "validFrom", "validUntil", "loggedAt", "asOf", "windowStart", "windowEnd", "erasedAt"}
 
 
 class MemoryClient:

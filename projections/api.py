@@ -98,7 +98,37 @@ def _exact_bounds(app: FastAPI) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            fix(generate())
+            document = generate()
+            fix(document)
+            _named_by_title(document)
         return app.openapi_schema  # type: ignore[return-value]
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _named_by_title(document: dict[str, Any]) -> None:
+    """Pydantic names a parametrized model's schema ``SearchResult_int_``; the memory API's views are generic
+    over their time type (``contracts/kmms_views.py``: ms on the server, datetimes in the SDK), so each such
+    schema is renamed to its title (``SearchResult``) and every reference to it follows."""
+    schemas = document.get("components", {}).get("schemas", {})
+    titles = [value.get("title") for value in schemas.values()]
+    renamed = {key: value["title"] for key, value in schemas.items()
+               if isinstance(value.get("title"), str) and key.startswith(f"{value['title']}_") and key.endswith("_")
+               and value["title"] not in schemas and titles.count(value["title"]) == 1}  # fmt: skip
+    if not renamed:
+        return
+    for old, new in renamed.items():
+        schemas[new] = schemas.pop(old)
+    refs = {f"#/components/schemas/{old}": f"#/components/schemas/{new}" for old, new in renamed.items()}
+
+    def follow(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("$ref") in refs:
+                node["$ref"] = refs[node["$ref"]]
+            for child in node.values():
+                follow(child)
+        elif isinstance(node, list):
+            for child in node:
+                follow(child)
+
+    follow(document)

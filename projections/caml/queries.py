@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from contracts.caml_records import CamlAuditEntry
+from contracts.caml_views import RecallHit
 from governance.caml.merkle import inclusion_proof, root, verify_inclusion
 from governance.caml.recall_score import score_parts
 from projections.caml.read_model import ENTRY_COLUMNS, audit_leaf, entry_from_row
@@ -32,26 +33,6 @@ DAY_MS = 86_400_000
 
 class View(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class RecallHit(View):
-    observation_id: str
-    observation_type: str
-    domain: str
-    summary: str
-    pattern: dict[str, Any]
-    confidence: float
-    composite_score: float
-    similarity: float
-    author_reputation: float
-    validations: int
-    refutations: int
-    age_days: float
-    created_at: int
-    author: str  # a pseudonym: stable per deployment, reveals neither tenant nor claw
-    evidence_count: int
-    own: bool  # written by the caller's own tenant
-    evidence: list[str] | None = None  # only for the caller's own tenant
 
 
 class Verdict(View):

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
+from contracts import kmms_views as views
 from governance.kmms.confidence import NodeSignals, score
 from governance.kmms.strength import is_forgotten, strength_at
 from governance.kmms.sufficiency import judge_layer, min_depth
@@ -59,73 +58,11 @@ TAU = 0.40
 ABSTAIN_BELOW = 0.30
 
 
-class View(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class MemoryHit(View):
-    layer: int
-    node_id: str  # the node, or for L4 the episode id
-    score: float  # fused first-stage score (reciprocal rank)
-    similarity: float
-    confidence: float
-    hedging: str | None
-    layer_meaning: str
-    modifiers: list[tuple[str, float]]
-    text: str
-    episode_id: str | None = None
-    session_id: str | None = None
-    thread_id: str | None = None
-    occurred_at: int | None = None  # event time, ms (L4)
-    valid_from: int | None = None
-    valid_until: int | None = None
-    status: str = "CURRENT"
-    entity: str | None = None
-    topic: str | None = None
-    fact_key: str | None = None
-    fact_value: str | None = None
-    version: int | None = None
-    supersedes: str | None = None
-    superseded_by: str | None = None
-    source_ids: list[str] = []
-    # A derived node's provenance in sessions: those of the episodes it was read from (L1 -> L2 -> L3 -> L4).
-    session_ids: list[str] = []
-    # A fact a later episode among the hits may have changed (``newer_evidence``): that episode's id.
-    outdated_by: str | None = None
-    logged_at: int | None = None
-
-
-class LayerStep(View):
-    layer: int
-    sufficient: bool
-    reason: str
-    best_similarity: float | None
-
-
-class SearchResult(View):
-    query: str
-    as_of: int
-    temporal_intent: str
-    window_start: int | None
-    window_end: int | None
-    temporal_cues: list[str]
-    entities: list[str]  # the query's words the L0 index knows
-    answer_layer: int | None
-    confidence: float
-    hedging_prefix: str | None
-    layer_meaning: str | None
-    abstained: bool
-    superseded_fallback: bool  # a CURRENT query answered from superseded content
-    drill: list[LayerStep]
-    provenance: list[str]  # node ids from the top layer visited down to the answer
-    embedding_model: str | None = None  # the model whose vectors ranked the hits (None: text only)
-    # Why a hybrid search was ranked by text alone: EMBEDDINGS_UNAVAILABLE while the embeddings server is down.
-    degraded: str | None = None
-    hits: list[MemoryHit]  # evidence: episodes (L4), each by its best unit, best first
-    # What consolidation derived (L1-L3: abstractions, facts, summaries), best first, each with the sessions it
-    # cites: it explains and may answer, but never takes an evidence hit's place (docs/kmms.md, "Evidence first").
-    context: list[MemoryHit] = []
-    latency_ms: float
+# The API's answer is declared once for the server and the SDK (contracts/kmms_views.py); here its times are ms.
+View = views.View
+MemoryHit = views.MemoryHit[int]
+LayerStep = views.LayerStep
+SearchResult = views.SearchResult[int]
 
 
 def _words(text: str) -> list[str]:

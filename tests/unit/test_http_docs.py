@@ -127,3 +127,26 @@ def test_the_parser_reads_the_tables() -> None:
     assert ("GET", "/api/v1/memory/erasures", ["userId"]) in routes
     assert ("POST", "/kstar/v1/perceptions", []) in routes  # a bare path carries the method and root over
     assert len(routes) > 50
+
+
+def test_schemas_are_named_by_their_models_and_every_reference_resolves() -> None:
+    # The memory views are generic over their time type (contracts/kmms_views.py); the API names them plainly.
+    doc = openapi()
+    schemas = doc["components"]["schemas"]
+    assert {"SearchResult", "MemoryHit", "LayerStep"} <= set(schemas)
+    assert not [name for name in schemas if name.endswith("_int_")]
+    refs: list[str] = []
+
+    def collect(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("$ref"), str):
+                refs.append(node["$ref"])
+            for child in node.values():
+                collect(child)
+        elif isinstance(node, list):
+            for child in node:
+                collect(child)
+
+    collect(doc)
+    assert "#/components/schemas/MemoryHit" in refs
+    assert [r for r in refs if r.rsplit("/", 1)[-1] not in schemas] == []

@@ -11,7 +11,7 @@ import pytest
 from bench.memory import sdk_search
 from bench.memory_corpus import Question
 from bench.memory_metrics import Gold, RankedHit, Retrieval, cited_episodes, cited_sessions, ranked_sessions, score
-from producers.memory_client import SearchResult
+from producers.memory_client import SearchResult, _ms_fields
 
 SESSIONS = {"ep-a": "s-a", "ep-b": "s-b", "ep-c": "s-c", "ep-d": "s-d"}
 
@@ -37,7 +37,7 @@ def test_a_node_hit_counts_for_its_sessions_in_rank_order() -> None:
 
 def _hit(layer: int, node_id: str, **kw: Any) -> dict[str, Any]:
     return {"layer": layer, "nodeId": node_id, "score": 0.1, "similarity": 0.5, "confidence": 0.8, "hedging": None,
-            "layerMeaning": "", "text": node_id, **kw}  # fmt: skip
+            "layerMeaning": "", "modifiers": [], "text": node_id, **kw}  # fmt: skip
 
 
 class FakeMemory:
@@ -51,7 +51,9 @@ class FakeMemory:
 
 
 def _result(context: list[dict[str, Any]] | None = None, node_sessions: list[str] | None = None) -> Any:
-    data = {"query": "q", "temporalIntent": "UNSPECIFIED", "entities": [], "answerLayer": 2, "confidence": 0.8,
+    # the server's answer as it sends it (contracts/kmms_views.py), times in ms
+    data = {"query": "q", "asOf": 1_706_745_600_000, "windowStart": None, "windowEnd": None, "temporalCues": [],
+            "temporalIntent": "UNSPECIFIED", "entities": [], "answerLayer": 2, "confidence": 0.8,
             "hedgingPrefix": None, "layerMeaning": None, "abstained": False, "supersededFallback": False,
             "drill": [], "provenance": [], "latencyMs": 4.5,
             "hits": [_hit(2, "fact-1", sourceIds=["sum-1", "sum-2"], factValue="Porto",
@@ -59,7 +61,7 @@ def _result(context: list[dict[str, Any]] | None = None, node_sessions: list[str
                      _hit(4, "ep-d", episodeId="ep-d", sessionId="s-d"),
                      _hit(3, "sum-1", sourceIds=["ep-b", "ep-a"]),
                      _hit(1, "abs-1", sourceIds=["fact-1", "ep-x"])]}  # fmt: skip
-    return SearchResult.model_validate(data | {"context": context or []})
+    return SearchResult.model_validate(_ms_fields(data | {"context": context or []}))
 
 
 QUESTION = Question("q1", "u", "Where do I live?", "2024-02-01T00:00:00Z", "Porto", ["s-c"], "single-hop")
@@ -93,3 +95,9 @@ def test_a_node_hits_own_session_ids_come_first() -> None:
     res, _ = sdk_search(FakeMemory(_result(node_sessions=["s-d", "s-c", "s-d"])), QUESTION, 50, "hybrid", SESSIONS)
     assert res.hits[0].cited == ("s-d", "s-c")  # as the server resolved them, once each
     assert ranked_sessions(res.hits) == ["s-d", "s-c", "s-b", "s-a"]
+
+
+def test_the_sdk_shows_the_servers_ms_times_as_datetimes() -> None:
+    res = _result([_hit(3, "sum-2", sourceIds=["ep-c"], occurredAt=1_706_745_600_000)])
+    assert res.as_of == datetime(2024, 2, 1, tzinfo=UTC)
+    assert res.context[0].occurred_at == datetime(2024, 2, 1, tzinfo=UTC) and res.hits[1].occurred_at is None

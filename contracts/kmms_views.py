@@ -1,0 +1,95 @@
+"""What the memory API answers (``/api/v1/memory/search``, ``/ask``, ``/facts``), declared once for both ends.
+
+The server (``projections/kmms/queries.py``) fills these with epoch-millisecond times: ``MemoryHit[int]``,
+``SearchResult[int]``. The SDK (``producers/memory_client.py``) reads the same JSON and shows datetimes:
+``MemoryHit[datetime]``, ``SearchResult[datetime]``. ``Time`` is the type of every time field; nothing else
+differs, so a field added here reaches the API, its OpenAPI schema and the SDK at once.
+
+Fields are snake_case in Python and camelCase in JSON. An unknown field is ignored when read (pydantic's
+default), so an older SDK keeps reading a newer server.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+Time = TypeVar("Time")
+
+
+class View(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class _ByTime(BaseModel):
+    @classmethod
+    def model_parametrized_name(cls, params: tuple[Any, ...]) -> str:
+        # The API's schema names the ms form as the class ("MemoryHit"); the SDK's is "MemoryHit[datetime]".
+        return cls.__name__ if params == (int,) else f"{cls.__name__}[{getattr(params[0], '__name__', params[0])}]"
+
+
+class MemoryHit(View, _ByTime, Generic[Time]):
+    layer: int
+    node_id: str  # the node, or for L4 the episode id
+    score: float  # fused first-stage score (reciprocal rank)
+    similarity: float
+    confidence: float
+    hedging: str | None
+    layer_meaning: str
+    modifiers: list[tuple[str, float]]  # the confidence modifiers applied, e.g. ("newer_evidence", -0.3)
+    text: str
+    episode_id: str | None = None
+    session_id: str | None = None
+    thread_id: str | None = None
+    occurred_at: Time | None = None  # event time (L4)
+    valid_from: Time | None = None
+    valid_until: Time | None = None
+    status: str = "CURRENT"
+    entity: str | None = None
+    topic: str | None = None
+    fact_key: str | None = None
+    fact_value: str | None = None
+    version: int | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    source_ids: list[str] = []
+    # A derived node's provenance in sessions: those of the episodes it was read from (L1 -> L2 -> L3 -> L4).
+    session_ids: list[str] = []
+    # A fact a later episode among the hits may have changed (``newer_evidence``): that episode's id.
+    outdated_by: str | None = None
+    logged_at: Time | None = None
+
+
+class LayerStep(View):
+    layer: int
+    sufficient: bool
+    reason: str
+    best_similarity: float | None
+
+
+class SearchResult(View, _ByTime, Generic[Time]):
+    query: str
+    as_of: Time
+    temporal_intent: str
+    window_start: Time | None
+    window_end: Time | None
+    temporal_cues: list[str]
+    entities: list[str]  # the query's words the L0 index knows
+    answer_layer: int | None
+    confidence: float
+    hedging_prefix: str | None
+    layer_meaning: str | None
+    abstained: bool
+    superseded_fallback: bool  # X-15: a CURRENT query answered from superseded content
+    drill: list[LayerStep]
+    provenance: list[str]  # node ids from the top layer visited down to the answer
+    embedding_model: str | None = None  # the model whose vectors ranked the hits (None: text only)
+    # Why a hybrid search was ranked by text alone: EMBEDDINGS_UNAVAILABLE while the embeddings server is down.
+    degraded: str | None = None
+    hits: list[MemoryHit[Time]]  # evidence: episodes (L4), each by its best unit, best first
+    # What consolidation derived (L1-L3: abstractions, facts, summaries), best first, each with the sessions it
+    # cites: it explains and may answer, but never takes an evidence hit's place (docs/kmms.md, "Evidence first").
+    context: list[MemoryHit[Time]] = []
+    latency_ms: float
