@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from projections.dashboard.routes import Dashboard
@@ -42,9 +43,11 @@ def create_app(deps: ApiDeps) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         await ctx.pool.open(wait=True, timeout=30)
+        ctx.sync_pool.open()  # min_size 0: connects on first use
         async with mcp.running(), kstar_mcp.running():
             yield
         await dashboard.hub.close()
+        await run_in_threadpool(ctx.sync_pool.close)
         await ctx.pool.close()
 
     app = FastAPI(title="HiveMem", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from pydantic import BaseModel, ConfigDict
@@ -65,6 +66,19 @@ async def tenant_tx(pool: AsyncConnectionPool, tenant: str,
         # Transaction-local: the setting ends with the transaction, never leaks to the next user.
         await conn.execute("SELECT set_config('hivemem.tenant', %s, true)", (tenant,))
         yield conn
+
+
+def bind_tenant(conn: psycopg.Connection[Any], tenant: str) -> None:
+    """Bind a synchronous connection to ``tenant`` until it is unbound (KSTAR's export, import and sync run on
+    one: the CLI's own, or one lent by the API's synchronous pool)."""
+    conn.execute("SELECT set_config('hivemem.tenant', %s, false)", (tenant,))
+    conn.commit()
+
+
+def unbind_tenant(conn: psycopg.Connection[Any]) -> None:
+    """What the API's synchronous pool runs on a connection handed back: bound to no tenant, RLS shows nothing."""
+    conn.execute("RESET hivemem.tenant")
+    conn.commit()
 
 
 A = TypeVar("A")

@@ -52,6 +52,7 @@ from projections.kstar import io as kio
 from projections.kstar import queries as q
 from projections.kstar.io import Writer, document
 from projections.kstar.sync import Remote, sync
+from projections.queries import bind_tenant
 
 P = "/kstar/v1"
 T = TypeVar("T")
@@ -103,11 +104,13 @@ def router(ctx: Ctx) -> APIRouter:
         return Writer(who.tenant, who.claw_id, deps.tenants[who.tenant])
 
     async def on_connection(tenant: str, work: Callable[[kio.Conn], T]) -> T:
-        """``work`` in a worker thread, on a connection of the app role bound to ``tenant``: export, import
-        and sync (projections.kstar.io, projections.kstar.sync) are synchronous and poll for verdicts."""
+        """``work`` in a worker thread, on a connection of the API's synchronous pool bound to ``tenant`` while
+        it runs: export, import and sync (projections.kstar.io, projections.kstar.sync) are synchronous and poll
+        for verdicts."""
 
         def run() -> T:
-            with kio.connect(deps.app_db_url, tenant) as conn:
+            with ctx.sync_pool.connection() as conn:
+                bind_tenant(conn, tenant)
                 return work(conn)
 
         return await run_in_threadpool(run)

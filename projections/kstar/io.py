@@ -2,7 +2,8 @@
 both the HTTP API and the CLI publish (``kstar`` envelopes signed with the writing claw's key).
 The one implementation of export, import and a sync's push that ``hivemem export`` / ``import``
 (hivemem/kstar_cli.py) and the routes ``/kstar/v1/export``, ``/import``, ``/apply`` run, each on a
-connection it is given (``connect``): the waits for verdicts poll, so these run in a thread.
+connection it is given, bound to a tenant (the CLI's own, ``connect``; the API's from its pool of
+synchronous connections, ``bind_tenant``): the waits for verdicts poll, so these run in a thread.
 
 Export reads the read model; import never writes Postgres itself: it publishes one ``kstar``
 operation per record (``origin`` IMPORT, ``originRef`` the bundle's checksum) and reports the
@@ -32,6 +33,7 @@ from governance.kstar import bundle as b
 from governance.kstar.apply import content_hash
 from governance.signing import HmacSigner
 from producers.envelopes import build_envelope
+from projections.queries import bind_tenant
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 Tick = Callable[[int], None]
@@ -284,10 +286,9 @@ def collect_episode_verdicts(conn: Conn, tenant: str, event_ids: Sequence[str], 
 
 
 def connect(db_url: str, tenant: str) -> Conn:
-    """A connection for one export, import or push, bound to ``tenant`` for the session."""
+    """A connection of the CLI's for one export or import, bound to ``tenant`` for the session."""
     conn = psycopg.connect(db_url)
-    # Row-level security for the app role (the API's connection); harmless for the owner's (the CLI's).
-    conn.execute("SELECT set_config('hivemem.tenant', %s, false)", (tenant,))
+    bind_tenant(conn, tenant)
     return conn
 
 
