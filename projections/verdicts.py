@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, LiteralString, TypeVar
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
+
+from projections.queries import tenant_tx
 
 V = TypeVar("V")
 Lookup = Callable[[AsyncConnectionPool, str, str], Awaitable[V | None]]
@@ -31,6 +34,26 @@ async def poll_verdict(lookup: Lookup[V], pool: AsyncConnectionPool, tenant: str
             return found
         await asyncio.sleep(delay)
         delay = min(delay * 1.5, max_delay)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The envelope's refusal as the audit trail holds it."""
+
+    reason_code: str
+    detail: str
+
+
+async def row_or_refusal(pool: AsyncConnectionPool, tenant: str, event_id: str,
+                         sql: LiteralString) -> tuple[Any, ...] | Refused | None:  # fmt: skip
+    """One look for a write's verdict: the read model's row for the envelope (``sql``, taking the tenant and the
+    event id), else its refusal in the audit trail, else None (not judged yet)."""
+    async with tenant_tx(pool, tenant) as conn:
+        row = await (await conn.execute(sql, (tenant, event_id))).fetchone()
+        if row is not None:
+            return tuple(row)
+        rej = await audit_refusal(conn, tenant, event_id)
+    return None if rej is None else Refused(str(rej[0]), str(rej[1] or ""))
 
 
 async def audit_refusal(conn: AsyncConnection[Any], tenant: str, event_id: str) -> tuple[Any, Any] | None:

@@ -12,7 +12,7 @@ from psycopg_pool import AsyncConnectionPool
 from projections.kmms.queries import View
 from projections.kmms.search import Memory
 from projections.queries import tenant_tx
-from projections.verdicts import audit_refusal, poll_verdict
+from projections.verdicts import Refused, poll_verdict, row_or_refusal
 
 
 class ErasureVerdict(View):
@@ -31,16 +31,13 @@ class ErasureRecord(View):
 
 
 async def erasure_verdict(pool: AsyncConnectionPool, tenant: str, event_id: str) -> ErasureVerdict | None:
-    async with tenant_tx(pool, tenant) as conn:
-        cur = await conn.execute("SELECT erasure_id, erased_at FROM kmms.kmms_erasures WHERE tenant = %s AND "
-                                 "envelope_event_id = %s", (tenant, event_id))  # fmt: skip
-        row = await cur.fetchone()
-        if row is not None:
-            return ErasureVerdict(outcome="ERASED", erasure_id=str(row[0]), erased_at=int(str(row[1])))
-        rej = await audit_refusal(conn, tenant, event_id)
-    if rej is not None:
-        return ErasureVerdict(outcome="REFUSED", reason_code=str(rej[0]), detail=str(rej[1] or ""))
-    return None
+    found = await row_or_refusal(pool, tenant, event_id, "SELECT erasure_id, erased_at FROM kmms.kmms_erasures "
+                                 "WHERE tenant = %s AND envelope_event_id = %s")  # fmt: skip
+    if isinstance(found, Refused):
+        return ErasureVerdict(outcome="REFUSED", reason_code=found.reason_code, detail=found.detail)
+    if found is None:
+        return None
+    return ErasureVerdict(outcome="ERASED", erasure_id=str(found[0]), erased_at=int(str(found[1])))
 
 
 async def wait_erasure(pool: AsyncConnectionPool, tenant: str, event_id: str, wait_s: float) -> ErasureVerdict | None:

@@ -43,7 +43,7 @@ from projections.kmms.search import (
     node_candidates,
 )
 from projections.queries import side_by_side, tenant_tx
-from projections.verdicts import audit_refusal, poll_verdict
+from projections.verdicts import Refused, poll_verdict, row_or_refusal
 
 FAR_FUTURE = 2**62
 TOLD_LATER_MS = 7 * 86_400_000
@@ -291,16 +291,11 @@ class EpisodeVerdict(View):
 
 
 async def episode_verdict(pool: AsyncConnectionPool, tenant: str, event_id: str) -> EpisodeVerdict | None:
-    async with tenant_tx(pool, tenant) as conn:
-        cur = await conn.execute("SELECT episode_id FROM kmms.kmms_episodes WHERE tenant = %s AND "
-                                 "envelope_event_id = %s", (tenant, event_id))  # fmt: skip
-        row = await cur.fetchone()
-        if row is not None:
-            return EpisodeVerdict(outcome="STORED", episode_id=str(row[0]))
-        rej = await audit_refusal(conn, tenant, event_id)
-    if rej is not None:
-        return EpisodeVerdict(outcome="REFUSED", reason_code=str(rej[0]), detail=str(rej[1] or ""))
-    return None
+    found = await row_or_refusal(pool, tenant, event_id, "SELECT episode_id FROM kmms.kmms_episodes "
+                                 "WHERE tenant = %s AND envelope_event_id = %s")  # fmt: skip
+    if isinstance(found, Refused):
+        return EpisodeVerdict(outcome="REFUSED", reason_code=found.reason_code, detail=found.detail)
+    return None if found is None else EpisodeVerdict(outcome="STORED", episode_id=str(found[0]))
 
 
 async def wait_episode(pool: AsyncConnectionPool, tenant: str, event_id: str, wait_s: float) -> EpisodeVerdict | None:

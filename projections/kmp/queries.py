@@ -28,7 +28,7 @@ from projections.kmp.views import (
     summary,
 )
 from projections.queries import tenant_tx
-from projections.verdicts import audit_refusal, poll_verdict
+from projections.verdicts import Refused, poll_verdict, row_or_refusal
 
 NOW = 2**62  # "everything logged so far", for internal reads; answers echo a real instant (known_now)
 Policy = Literal["EVIDENCE_OR_UNKNOWN", "SHOW_CONFLICTS", "BEST_EFFORT"]
@@ -239,16 +239,16 @@ class IngestVerdict(View):
 
 
 async def ingest_verdict(pool: AsyncConnectionPool, tenant: str, event_id: str) -> IngestVerdict | None:
-    async with tenant_tx(pool, tenant) as conn:
-        row = await (await conn.execute(
-            "SELECT known_at, rich, anemic, structural, suspect, evidence_coverage FROM kmp.kmp_ingests "
-            "WHERE tenant = %s AND envelope_event_id = %s", (tenant, event_id))).fetchone()  # fmt: skip
-        if row is not None:
-            return IngestVerdict(outcome="INGESTED", known_at=int(str(row[0])), rich=int(str(row[1])),
-                                 anemic=int(str(row[2])), structural=int(str(row[3])), suspect=int(str(row[4])),
-                                 evidence_coverage=float(str(row[5])))  # fmt: skip
-        rej = await audit_refusal(conn, tenant, event_id)
-    return None if rej is None else IngestVerdict(outcome="REFUSED", reason_code=str(rej[0]), detail=str(rej[1]))
+    row = await row_or_refusal(pool, tenant, event_id, "SELECT known_at, rich, anemic, structural, suspect, "
+                               "evidence_coverage FROM kmp.kmp_ingests "
+                               "WHERE tenant = %s AND envelope_event_id = %s")  # fmt: skip
+    if isinstance(row, Refused):
+        return IngestVerdict(outcome="REFUSED", reason_code=row.reason_code, detail=row.detail)
+    if row is None:
+        return None
+    return IngestVerdict(outcome="INGESTED", known_at=int(str(row[0])), rich=int(str(row[1])), anemic=int(str(row[2])),
+                         structural=int(str(row[3])), suspect=int(str(row[4])),
+                         evidence_coverage=float(str(row[5])))  # fmt: skip
 
 
 async def wait_ingest(pool: AsyncConnectionPool, tenant: str, event_id: str, wait_s: float) -> IngestVerdict | None:
