@@ -1,5 +1,6 @@
-"""pgvector on the read side: the HNSW index of a model's vectors (``index_name``, CAML's and KMMS's), and
-vectors into a read model in one binary COPY a batch (pgvector's binary format), not one INSERT each.
+"""pgvector on the read side: the HNSW index of a model's vectors (``index_name``, CAML's and KMMS's), how the
+API's connections scan it (``hnsw_session``), and vectors into a read model in one binary COPY a batch (pgvector's
+binary format), not one INSERT each.
 
 A vector went into its table as a ``'[0.1,0.2,...]'`` text literal per row: formatting 384 floats as text and
 parsing them again was a third of a KMMS replay's fold, and the round trips most of the rest. ``copy_insert``
@@ -14,6 +15,7 @@ from typing import Any, cast
 
 import psycopg
 from pgvector.psycopg.vector import register_vector_info
+from psycopg import AsyncConnection
 from psycopg.types import TypeInfo
 
 Cur = psycopg.Cursor[tuple[object, ...]]
@@ -36,3 +38,13 @@ def binary_types(cur: Cur, types: Sequence[str]) -> Sequence[str]:
 def index_name(model: str) -> str:
     """The name of the HNSW index of ``model``'s vectors (a table may hold several models')."""
     return "emb_hnsw_" + hashlib.sha256(model.encode()).hexdigest()[:12]
+
+
+async def hnsw_session(conn: AsyncConnection[Any]) -> None:
+    """Set on each of the API's connections when its pool opens it: an HNSW scan looks at 100 candidates (pgvector's
+    default is 40) and, when a filter leaves too few, scans on in relaxed order instead of answering short. Every
+    connection has them, so a search ranks the same whichever connection each of its parts ran on; a query that
+    wants others sets them for its transaction (``SET LOCAL``, CAML's recall)."""
+    await conn.execute("SELECT set_config('hnsw.ef_search', '100', false), "
+                       "set_config('hnsw.iterative_scan', 'relaxed_order', false)")  # fmt: skip
+    await conn.commit()

@@ -103,8 +103,8 @@ async def recall(pool: AsyncConnectionPool, tenant: str, vector: list[float], mo
         where += " AND e.domain = %s"
         args.append(domain)
     async with tenant_tx(pool, tenant) as conn:
-        await conn.execute("SET LOCAL hnsw.ef_search = 64")
-        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        await conn.execute("SELECT set_config('hnsw.ef_search', '64', true), "
+                           "set_config('hnsw.iterative_scan', 'relaxed_order', true)")  # fmt: skip
         cur = await conn.execute(
             f"""WITH near AS (
                     SELECT e.observation_id, 1 - (e.embedding <=> %s::vector) AS sim

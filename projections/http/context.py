@@ -25,6 +25,7 @@ from projections.http.errors import ApiError
 from projections.http.limits import MAX_TOKEN, Clean
 from projections.kmms.config import DEFAULT, SearchConfig
 from projections.queries import ConsistencyTimeout, ForeignToken, unbind_tenant, wait_consistent
+from projections.vectors import hnsw_session
 
 MAX_WAIT_MS = 30_000
 # The processors /readyz expects to be running (hivemem.processor_progress.processor).
@@ -92,7 +93,7 @@ class Ctx:
 
     def __init__(self, deps: ApiDeps) -> None:
         self.deps = deps
-        self.pool = AsyncConnectionPool(deps.app_db_url, min_size=1, max_size=8, open=False,
+        self.pool = AsyncConnectionPool(deps.app_db_url, min_size=1, max_size=8, open=False, configure=hnsw_session,
                                         kwargs={"prepare_threshold": None})  # fmt: skip
         # KSTAR's export, import and sync are one synchronous library with the CLI (projections.kstar.io):
         # the routes run it in a worker thread on these, each bound to the caller's tenant while it is lent.

@@ -110,9 +110,6 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     known: dict[str, float] = {}  # unit -> its similarity, read off an exact scan
     if vector is not None and mode in ("hybrid", "vector"):
         p["q"] = vector_literal(vector)
-        # SET LOCAL hnsw.ef_search = 100, hnsw.iterative_scan = relaxed_order: in one round trip.
-        await conn.execute("SELECT set_config('hnsw.ef_search', '100', true), "
-                           "set_config('hnsw.iterative_scan', 'relaxed_order', true)")  # fmt: skip
         window = await _window_units(conn, where, p) if start is not None else None
         exact_scan = (window is not None and window <= EXACT_WINDOW) or p["stats"][0] < EXACT_STATS_BELOW
         if window is not None and window <= EXACT_WINDOW:
