@@ -208,14 +208,19 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
                                           {"as_of": as_of}, 3 * sp.k, cfg=cfg)  # fmt: skip
             return nodes, bool(nodes)
 
-        # The units' first stage and the derived nodes' candidates on two connections at once (one when the pool
-        # has none to spare): neither reads the other's.
-        units, (nodes, fallback) = await side_by_side(
+        async def derived_cited(c: Any) -> tuple[list[NodeRow], bool, dict[str, list[str]]]:
+            nodes, fallback = await derived(c)  # and the sessions each cites, on the same connection
+            return nodes, fallback, await cited_sessions(c, m, [n.node_id for n in nodes])
+
+        # The units' first stage and the derived nodes' candidates (with the sessions they cite) on two connections
+        # at once (one when the pool has none to spare): neither reads the other's.
+        units, (nodes, fallback, cited) = await side_by_side(
             conn, pool, m.tenant, first_stage(conn, pool, m, sp.vector, sp.model, text, sp.mode, bound, start, as_of,
-                                              4 * sp.k + 20, voices, said, cfg=cfg), derived)  # fmt: skip
+                                              4 * sp.k + 20, voices, said, cfg=cfg), derived_cited)  # fmt: skip
         if intent.kind == "EVOLUTION":  # the best facts' whole version chains, each in time order
             keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))
             chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)
+            cited |= await cited_sessions(conn, m, [n.node_id for n in chains if n.node_id not in cited])
             nodes = [*chains, *(n for n in nodes if n.layer != 2)]
         every = best_units(units, cfg.recency if current_query else 0.0)
         ranked = every[: sp.k]
@@ -232,7 +237,6 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
                                     intent.kind, as_of, sp.vector, sp.model, voices, cfg=cfg))[: sp.k]  # fmt: skip
         if sp.own_vector is not None and sp.vector is not None:
             ranked, nodes = await own_similarities(conn, m, sp.model, sp.own_vector, voices, ranked, nodes)
-        cited = await cited_sessions(conn, m, [n.node_id for n in nodes])
     eval_at = as_of
     node_hits = [_hit_from_node(n, eval_at, current_query, later.get(n.node_id), cited.get(n.node_id, []))
                  for n in nodes if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
