@@ -10,7 +10,8 @@ from typing import Any
 from governance.kmms.drill import FactCandidate, evidence_order, facts_to_drill, merge_drilled
 from governance.kmms.fusion import RRF_K
 from projections.kmms.config import SearchConfig
-from projections.kmms.search import Memory, NodeRow, UnitHit, unit_hit
+from projections.kmms.nodes import NodeRow
+from projections.kmms.search import Memory, UnitHit, unit_hit
 from projections.kmms.sql import UNIT_SIMILARITIES, Conn, vector_literal
 
 # A fact drills when its similarity to the question is at least ``SearchConfig.drill_similarity`` (> 1: off), its

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from projections.kmms.search import Memory, NodeRow, UnitHit
+from projections.kmms.nodes import NodeRow
+from projections.kmms.search import Memory, UnitHit
 from projections.kmms.sql import UNIT_SIMILARITIES, Conn, vector_literal
 
 Hits = tuple[list[UnitHit], list[NodeRow]]

@@ -33,15 +33,10 @@ from governance.kmms.voice import addressee
 from projections.kmms.config import DEFAULT, SearchConfig
 from projections.kmms.context import cited_sessions
 from projections.kmms.drill import drill_facts
+from projections.kmms.nodes import NodeRow, node_candidates
 from projections.kmms.own_similarity import own_similarities
 from projections.kmms.rerank import best_units, first_stage, named_changes, newest_first, outdated_facts
-from projections.kmms.search import (
-    Memory,
-    Mode,
-    NodeRow,
-    UnitHit,
-    node_candidates,
-)
+from projections.kmms.search import Memory, Mode, UnitHit
 from projections.queries import side_by_side, tenant_tx
 from projections.verdicts import Refused, poll_verdict, row_or_refusal
 
@@ -98,7 +93,7 @@ def content_query(query: str, as_of: int) -> str:
 async def fact_chains(conn: Any, m: Memory, keys: list[tuple[str, str]], as_of: int, model: str,
                       vector: list[float] | None) -> list[NodeRow]:  # fmt: skip
     """Every version (known at ``as_of``) of each (entity, fact key), chains in the order given."""
-    from projections.kmms.search import NODE_COLUMNS, node_of
+    from projections.kmms.nodes import NODE_COLUMNS, node_of
 
     if not keys:
         return []
@@ -349,7 +344,7 @@ async def l0_terms(pool: AsyncConnectionPool, m: Memory) -> list[L0Term]:
 
 async def facts(pool: AsyncConnectionPool, m: Memory, key: str | None, entity: str | None,
                 include_superseded: bool) -> list[MemoryHit]:  # fmt: skip
-    from projections.kmms.search import NODE_COLUMNS, node_of
+    from projections.kmms.nodes import NODE_COLUMNS, node_of
 
     async with tenant_tx(pool, m.tenant) as conn:
         cur = await conn.execute(

@@ -21,10 +21,10 @@ from governance.kmms.recency import (
     topics_of,
 )
 from projections.kmms.config import DEFAULT, SearchConfig
+from projections.kmms.nodes import NodeRow
 from projections.kmms.search import (
     Memory,
     Mode,
-    NodeRow,
     UnitHit,
     spare,
     unit_candidates,

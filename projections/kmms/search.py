@@ -2,7 +2,7 @@
 adjusted for its voice: ``governance.kmms.voice``) and full
 text (the units holding any of the query's lexemes, ranked by Okapi BM25: ``governance.kmms.bm25``), fused by
 reciprocal rank (``governance.kmms.fusion.rrf``). Units (rounds/paragraphs of L4 episodes) roll up
-to their episode by their best unit; L1–L3 nodes are ranked the same way.
+to their episode by their best unit. L1–L3 nodes are ranked the same way (``projections.kmms.nodes``).
 
 Every query filters by tenant, claw and user (the memory), and by time: nothing whose event time
 is after ``bound`` (the caller's ``as_of``) is ever a candidate.
@@ -47,7 +47,7 @@ NEAREST_FIRST, NEAREST_MAX = 1_000, 256_000  # a large memory's nearest vectors 
 # weight FEEDBACK_WEIGHT.
 FEEDBACK_TOP, FEEDBACK_WEIGHT = 3, 1.0
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
-_TSQ = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
+OR_TSQUERY = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,12 @@ class UnitHit:
     voiced: float = 0.0  # its best vector's similarity less its voice's adjustment: what ranked it
 
 
-def _weights(rankings: list[list[str]], mode: Mode, text_weight: float) -> list[float] | None:
+def fusion_weights(rankings: list[list[str]], mode: Mode, text_weight: float) -> list[float] | None:
     """RRF weights: hybrid with both rankings gives the full-text one ``text_weight``."""
     return [1.0, text_weight] if mode == "hybrid" and len(rankings) == 2 else None
 
 
-async def _ranked(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
+async def ranked_ids(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
     cur = await conn.execute(sql, params)  # type: ignore[arg-type]
     return [str(r[0]) for r in await cur.fetchall()]
 
@@ -137,7 +137,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
         if by_text is None:
             by_text = await _bm25_units(conn, p, prune=bool(rankings), said=said, common_share=cfg.common_share)
         rankings.append(by_text)
-    fused = rrf(rankings, k=cfg.rrf_k, weights=_weights(rankings, mode, cfg.text_weight))[:n]
+    fused = rrf(rankings, k=cfg.rrf_k, weights=fusion_weights(rankings, mode, cfg.text_weight))[:n]
     if not fused:
         return []
     p["ids"] = [u for u, _ in fused]
@@ -184,8 +184,9 @@ BM25_CANDIDATES = 2_000  # units holding a query lexeme, ranked in Python; a mem
 # units), and a minute of new units moves an idf or the average length by a fraction of a percent.
 EXACT_STATS_BELOW = 5_000
 STATS_TTL_S = 60.0
-# memory -> (monotonic time, units, their average length, units with words of the owner's, their average length)
-_stats: dict[tuple[str, str, str], tuple[float, int, float, int, float]] = {}
+# (memory, corpus) -> (monotonic time, units, their average length, units with words of the owner's, their average
+# length); of the nodes: (time, nodes, their average length, 0, 1.0)
+_stats: dict[tuple[str, str, str, str], tuple[float, int, float, int, float]] = {}
 
 
 async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int,
@@ -296,15 +297,20 @@ async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float, int,
     """A memory's units and their average full-text length; those with words of the owner's, and theirs."""
     if "stats" in p:  # read already by this search (``unit_candidates``)
         return p["stats"]  # type: ignore[no-any-return]
-    key = (str(p["t"]), str(p["c"]), str(p["s"]))
+    return await bm25_stats(conn, p, "units", (
+        "SELECT count(*), coalesce(avg(length(u.tsv)), 1), count(*) FILTER (WHERE u.said <> ''), "
+        "coalesce(avg(length(u.said_tsv)) FILTER (WHERE u.said <> ''), 1) FROM kmms.kmms_units u WHERE "
+        "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"))  # fmt: skip
+
+
+async def bm25_stats(conn: Conn, p: dict[str, Any], corpus: str, sql: str) -> tuple[int, float, int, float]:
+    """BM25's statistics of one of the memory's corpora (``corpus``: its units or its nodes), read by ``sql``
+    (count and average length first), exactly while the corpus is small and kept ``STATS_TTL_S`` once it is not."""
+    key = (str(p["t"]), str(p["c"]), str(p["s"]), corpus)
     cached = _stats.get(key)
     if cached is not None and cached[1] >= EXACT_STATS_BELOW and time.monotonic() - cached[0] < STATS_TTL_S:
         return cached[1:]
-    cur = await conn.execute(  # type: ignore[arg-type]
-        "SELECT count(*), coalesce(avg(length(u.tsv)), 1), count(*) FILTER (WHERE u.said <> ''), "
-        "coalesce(avg(length(u.said_tsv)) FILTER (WHERE u.said <> ''), 1) FROM kmms.kmms_units u WHERE "
-        "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s", p)  # fmt: skip
-    row = await cur.fetchone()
+    row = await (await conn.execute(sql, p)).fetchone()  # type: ignore[arg-type]
     got = (int(str(row[0])), float(str(row[1])), int(str(row[2])), float(str(row[3]))) if row else (0, 1.0, 0, 1.0)
     if len(_stats) > 10_000:  # a bound, not an LRU: the API serves many memories, each re-read at its next search
         _stats.clear()
@@ -322,7 +328,7 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
     # query could not use the text index. They apply the same memory, time and thread conditions as ``where``.
     units, avg_units, owners, avg_owners = await _corpus_stats(conn, p)
     total, avg_len = (owners, avg_owners) if said else (units, avg_units)
-    query, tsq = f"{_TSQ}, ", "qq.q"
+    query, tsq = f"{OR_TSQUERY}, ", "qq.q"
     if prune and total >= EXACT_STATS_BELOW and common_share < 1:
         terms, common = await _lexemes_and_common(conn, p, said, common_share)
         rare = or_query(rare_terms(terms, common))
@@ -341,83 +347,6 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
     docs = ((str(r[1]), term_frequencies(str(r[3]), terms), int(str(r[2]))) for r in rows)
     ranked = bm25(terms, docs, total, avg_len)
     return [doc for doc, _ in ranked[: p["n"]]]
-
-
-@dataclass(frozen=True)
-class NodeRow:
-    node_id: str
-    layer: int
-    entity: str
-    topic: str
-    time_window: str | None
-    content: str
-    version: int
-    supersedes: str | None
-    superseded_by: str | None
-    status: str
-    valid_from: int
-    valid_until: int | None
-    event_time: int
-    fact_key: str | None
-    fact_value: str | None
-    fact_type: str | None
-    confidence: float
-    context: str | None
-    source_ids: tuple[str, ...]
-    strength: float
-    reinforcements: int
-    last_verified: int | None
-    logged_at: int
-    flagged: bool
-    fused: float = 0.0
-    similarity: float = 0.0
-
-
-NODE_COLUMNS = ("n.node_id, n.layer, n.entity, n.topic, n.time_window, n.content, n.version, n.supersedes, "
-                "n.superseded_by, n.status, n.valid_from, n.valid_until, n.event_time, n.fact_key, n.fact_value, "
-                "n.fact_type, n.confidence, n.context, n.source_ids, n.strength, n.reinforcements, "
-                "n.last_verified, n.logged_at, n.flagged")  # fmt: skip
-
-
-def node_of(r: tuple[object, ...], fused: float = 0.0, similarity: float = 0.0) -> NodeRow:
-    a: Any = r
-    return NodeRow(str(a[0]), int(a[1]), str(a[2]), str(a[3]), a[4], str(a[5]), int(a[6]), a[7], a[8], str(a[9]),
-                   int(a[10]), a[11], int(a[12]), a[13], a[14], a[15], float(a[16]), a[17], tuple(a[18] or ()),
-                   float(a[19]), int(a[20]), a[21], int(a[22]), bool(a[23]), fused, similarity)  # fmt: skip
-
-
-async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
-                          time_filter: str, params: dict[str, Any], n: int, *,
-                          cfg: SearchConfig) -> list[NodeRow]:  # fmt: skip
-    """The ``n`` best L1–L3 nodes passing ``time_filter`` (SQL over ``n.``), by the fused ranking."""
-    p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n, **params}
-    where = f"n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s AND {time_filter}"
-    rankings: list[list[str]] = []
-    if vector is not None and mode in ("hybrid", "vector"):
-        p["q"] = vector_literal(vector)
-        rankings.append(await _ranked(conn, (
-            "SELECT n.node_id FROM kmms.kmms_vectors v JOIN kmms.kmms_nodes n ON n.tenant = v.tenant "
-            "AND n.node_id = v.unit_id WHERE v.model = %(model)s AND v.kind = 'node' AND v.tenant = %(t)s "
-            f"AND v.claw_id = %(c)s AND v.scope = %(s)s AND {where} "
-            "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(n)s"), p))  # fmt: skip
-    if mode in ("hybrid", "text") and text.strip():
-        rankings.append(await _ranked(conn, (
-            f"SELECT n.node_id FROM kmms.kmms_nodes n, {_TSQ} WHERE {where} AND n.tsv @@ qq.q "
-            "ORDER BY ts_rank_cd(n.tsv, qq.q, 32) DESC, n.node_id LIMIT %(n)s"), p))  # fmt: skip
-    fused = rrf(rankings, k=cfg.rrf_k, weights=_weights(rankings, mode, cfg.text_weight))[:n]
-    if not fused:
-        return []
-    p["ids"] = [u for u, _ in fused]
-    sim = "1 - (v.embedding <=> %(q)s::vector)" if "q" in p else "0"
-    cur = await conn.execute(  # type: ignore[arg-type]
-        f"SELECT {NODE_COLUMNS}, coalesce({sim}, 0) FROM kmms.kmms_nodes n LEFT JOIN kmms.kmms_vectors v "
-        "ON v.tenant = n.tenant AND v.unit_id = n.node_id AND v.model = %(model)s "
-        "WHERE n.tenant = %(t)s AND n.node_id = ANY(%(ids)s)",
-        p,
-    )
-    rows = {str(r[0]): r for r in await cur.fetchall()}
-    score = dict(fused)
-    return [node_of(r[:-1], score[i], float(str(r[-1]))) for i in p["ids"] if (r := rows.get(i)) is not None]
 
 
 async def unit_similarities(conn: Conn, m: Memory, model: str, unit_ids: list[str]) -> dict[tuple[str, str], float]:

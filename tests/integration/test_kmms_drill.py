@@ -15,7 +15,8 @@ import pytest
 
 from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient
-from projections.kmms.search import NODE_COLUMNS, Memory, NodeRow, UnitHit, node_of
+from projections.kmms.nodes import NODE_COLUMNS, NodeRow, node_of
+from projections.kmms.search import Memory, UnitHit
 from tests.conftest import wait_until
 from tests.integration.kmms_support import (
     SEED_RULES,
