@@ -160,17 +160,21 @@ def sdk_search(mem: Any, q: Question, k: int, mode: str, by_episode: dict[str, s
         eid = getattr(h, "episode_id", None)
         return by_episode.get(eid) if eid else None
 
-    def cited(h: Any) -> tuple[str, ...]:
-        if nodes != "cite" or int(h.layer) >= 4:
-            return ()
+    def sessions_cited(h: Any) -> tuple[str, ...]:
         told = [str(x) for x in getattr(h, "session_ids", None) or []]  # the server's own resolution, if given
         return tuple(dict.fromkeys(told)) if told else cited_sessions(h.source_ids or [], sources, by_episode)
+
+    def cited(h: Any) -> tuple[str, ...]:
+        return () if nodes != "cite" or int(h.layer) >= 4 else sessions_cited(h)
 
     hits = tuple(RankedHit(session_of(h), _dt(h.occurred_at), _dt(h.valid_from), h.fact_value, int(h.layer),
                            str(h.status), float(h.similarity), str(h.text)[:160], cited(h))
                  for h in res.hits)  # fmt: skip
+    context = tuple(RankedHit(None, layer=int(h.layer), cited=sessions_cited(h))
+                    for h in getattr(res, "context", None) or [])  # fmt: skip
     server = getattr(res, "latency_ms", None)
-    return Retrieval(hits, float(res.confidence), bool(res.abstained)), None if server is None else float(server)
+    found = Retrieval(hits, float(res.confidence), bool(res.abstained), context)
+    return found, None if server is None else float(server)
 
 
 def sdk_close(mems: dict[str, Any]) -> None:
@@ -433,6 +437,15 @@ def score_run(corpus: Corpus, run: ModeRun) -> dict[str, Scores]:
     return groups
 
 
+def context_recall(corpus: Corpus, run: ModeRun) -> str:
+    """The result's ``context`` (derived nodes) scored as hits are, by the sessions each node cites: how often what
+    HiveMem derived points at the evidence. Not part of the tables above, which rank ``hits`` only."""
+    done = [(q, r) for q, r in zip(corpus.questions, run.results, strict=False) if r is not None]
+    s = score([gold(q) for q, _ in done], [Retrieval(r.context) for _, r in done])
+    at = "  ".join(f"R@{k} {100 * s.recall[k]:.1f}%" for k in (5, 10) if k in s.recall)
+    return f"context (derived nodes, by the sessions they cite), overall: {at}  (n={s.n})"
+
+
 # --- main ------------------------------------------------------------------------------------------------------
 
 
@@ -608,6 +621,7 @@ def main(argv: list[str]) -> int:
                 out.print(f"   search latency, client (HTTP)   {dist(run.client_ms)}")
                 out.print(f"   search latency, server-reported {dist(run.server_ms)}")
                 out.print(table(mode, groups, args.k))
+                out.print(f"   {context_recall(corpus, run)}")
             n += 1
             side_by_side(corpus, runs, base, args.k, out, n)
             lookups = l0_lookups(settings, tenant, corpus)

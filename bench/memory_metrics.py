@@ -61,6 +61,7 @@ class Retrieval:
     hits: tuple[RankedHit, ...]
     confidence: float = 1.0
     abstained: bool = False
+    context: tuple[RankedHit, ...] = ()  # the result's derived nodes (L1-L3), each with the sessions it cites
 
 
 @dataclass(frozen=True)

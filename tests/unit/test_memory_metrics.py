@@ -228,7 +228,9 @@ def test_harness_runs_end_to_end_on_a_fake_memory(monkeypatch: pytest.MonkeyPatc
     assert "HiveMem beside the baseline" in text and "HiveMem text " in text and "baseline RRF" in text
     assert "search latency, HiveMem vector: client p50" in text  # per mode, beside the comparison
     assert "0. baseline (bench/memory_baseline.py): " in text
-    rows = [line for line in text.splitlines() if "overall" in line and "HiveMem" not in line]
+    rows = [line for line in text.splitlines() if "│ overall" in line and "HiveMem" not in line]
     assert len(rows) == 2
+    # each mode's derived nodes scored apart, by the sessions they cite (the fake server lists none)
+    assert text.count("context (derived nodes, by the sessions they cite), overall: R@5 ") == 2
     assert "│     0 (0) │" in rows[0]  # as_of honoured: no leak
     assert "│     0 (0) │" not in rows[1]  # the fake's vector mode ignores as_of

@@ -82,6 +82,9 @@ def test_the_results_context_resolves_nodes_but_is_not_ranked() -> None:
     assert res.hits[0].cited == ("s-b", "s-a", "s-c")
     assert ranked_sessions(res.hits) == ["s-b", "s-a", "s-c", "s-d"]
     assert len(res.hits) == 4  # the context adds no hit
+    # scored apart: the context by the sessions each of its nodes cites (bench.memory.context_recall)
+    assert [h.cited for h in res.context] == [("s-c",)]
+    assert ranked_sessions(res.context) == ["s-c"]
 
 
 @pytest.mark.parametrize("context", [None, [_hit(3, "sum-2", sourceIds=["ep-c"])]])
@@ -89,6 +92,7 @@ def test_skip_counts_l4_hits_only(context: list[dict[str, Any]] | None) -> None:
     res, _ = sdk_search(FakeMemory(_result(context)), QUESTION, 10, "vector", SESSIONS, nodes="skip")
     assert [h.cited for h in res.hits] == [(), (), (), ()]
     assert ranked_sessions(res.hits) == ["s-d"]
+    assert ranked_sessions(res.context) == (["s-c"] if context else [])  # the context is always read by citation
 
 
 def test_a_node_hits_own_session_ids_come_first() -> None:
