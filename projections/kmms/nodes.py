@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from governance.kmms.bm25 import bm25
 from governance.kmms.fusion import rrf
 from projections.kmms.config import SearchConfig
 from projections.kmms.search import (
@@ -17,11 +16,12 @@ from projections.kmms.search import (
     OR_TSQUERY,
     Memory,
     Mode,
+    bm25_ranked,
     bm25_stats,
     fusion_weights,
     ranked_ids,
 )
-from projections.kmms.sql import Conn, query_lexemes, term_frequencies, vector_literal
+from projections.kmms.sql import Conn, vector_literal
 
 
 async def _bm25_nodes(conn: Conn, where: str, p: dict[str, Any]) -> list[str]:
@@ -32,16 +32,9 @@ async def _bm25_nodes(conn: Conn, where: str, p: dict[str, Any]) -> list[str]:
     total, avg_len, *_ = await bm25_stats(conn, p, "nodes", (
         "SELECT count(*), coalesce(avg(length(n.tsv)), 1), 0, 1.0 FROM kmms.kmms_nodes n "
         "WHERE n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s"))  # fmt: skip
-    cur = await conn.execute(  # type: ignore[arg-type]
-        f"SELECT qq.q::text, n.node_id, length(n.tsv), n.tsv::text FROM kmms.kmms_nodes n, {OR_TSQUERY} "
-        f"WHERE {where} AND n.tsv @@ qq.q ORDER BY n.logged_at DESC, n.node_id LIMIT %(cap)s",
-        {**p, "cap": BM25_CANDIDATES})  # fmt: skip
-    rows = await cur.fetchall()
-    if not rows:
-        return []
-    terms = query_lexemes(str(rows[0][0]))
-    docs = ((str(r[1]), term_frequencies(str(r[3]), terms), int(str(r[2]))) for r in rows)
-    return [doc for doc, _ in bm25(terms, docs, total, avg_len)[: p["n"]]]
+    return await bm25_ranked(conn, f"SELECT qq.q::text, n.node_id, length(n.tsv), n.tsv::text FROM kmms.kmms_nodes n, "
+                             f"{OR_TSQUERY} WHERE {where} AND n.tsv @@ qq.q ORDER BY n.logged_at DESC, n.node_id "
+                             "LIMIT %(cap)s", {**p, "cap": BM25_CANDIDATES}, total, avg_len)  # fmt: skip
 
 
 @dataclass(frozen=True)

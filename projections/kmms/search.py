@@ -336,17 +336,20 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
             return []
         query, tsq, p = "", "%(rare)s::tsquery", {**p, "rare": rare}
     fn = "unit_said_matches" if said else "unit_text_matches"
-    cur = await conn.execute(  # type: ignore[arg-type]
-        f"SELECT {tsq}::text, m.unit_id, m.lexemes, m.tsv FROM {query}"
-        f"kmms.{fn}(%(c)s, %(s)s, {tsq}, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
-        {**p, "cap": BM25_CANDIDATES})  # fmt: skip
-    rows = await cur.fetchall()
+    return await bm25_ranked(conn, f"SELECT {tsq}::text, m.unit_id, m.lexemes, m.tsv FROM {query}"
+                             f"kmms.{fn}(%(c)s, %(s)s, {tsq}, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
+                             {**p, "cap": BM25_CANDIDATES}, total, avg_len)  # fmt: skip
+
+
+async def bm25_ranked(conn: Conn, sql: str, p: dict[str, Any], total: int, avg_len: float) -> list[str]:
+    """The ``p["n"]`` best of ``sql``'s candidates by BM25. Its rows: the tsquery's text, the candidate's id, its
+    length in lexemes, its tsvector's text; ``total`` and ``avg_len``: the corpus' (the memory's units or nodes)."""
+    rows = await (await conn.execute(sql, p)).fetchall()  # type: ignore[arg-type]
     if not rows:
         return []
     terms = query_lexemes(str(rows[0][0]))
     docs = ((str(r[1]), term_frequencies(str(r[3]), terms), int(str(r[2]))) for r in rows)
-    ranked = bm25(terms, docs, total, avg_len)
-    return [doc for doc, _ in ranked[: p["n"]]]
+    return [doc for doc, _ in bm25(terms, docs, total, avg_len)[: p["n"]]]
 
 
 async def unit_similarities(conn: Conn, m: Memory, model: str, unit_ids: list[str]) -> dict[tuple[str, str], float]:
