@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import psycopg
 import pytest
@@ -15,8 +16,6 @@ from hivemem.stack import Stack
 from projections.kmms.config import DEFAULT
 from projections.kmms.nodes import node_candidates
 from projections.kmms.search import Memory
-from projections.queries import tenant_tx
-from tests.integration.kmms_support import app_pool
 
 pytestmark = pytest.mark.integration
 
@@ -29,32 +28,32 @@ NODES = {  # node id -> content (L3 summaries of one memory)
 QUESTION = "what about work and my greyhound?"
 
 
-def _insert(stack: Stack, tenant: str, claw: str) -> None:
-    with psycopg.connect(stack.settings.require_database()) as conn:
-        for i, (node_id, content) in enumerate(NODES.items()):
-            conn.execute(
-                "INSERT INTO kmms.kmms_nodes (tenant, claw_id, scope, node_id, layer, entity, topic, content, "
-                "version, valid_from, event_time, confidence, source_ids, model, logged_at) "
-                "VALUES (%s, %s, 'u', %s, 3, 'user', 'life', %s, 1, 0, %s, 0.8, %s, 'test', %s)",
-                (tenant, claw, node_id, content, 1_000 + i, [f"ep-{i}"], 1_000 + i),
-            )
+def _text_rankings(stack: Stack, tenant: str) -> tuple[list[str], list[str]]:
+    """The text ranking of claw-1's nodes and of claw-2's (none), in one transaction that is rolled back: the rows
+    never reach the read model the other tests (and their replay comparisons) read, and are never on the log."""
 
+    async def ranking(conn: Any, claw: str) -> list[str]:
+        nodes = await node_candidates(conn, Memory(tenant, claw, "u", None), None, "test", QUESTION, "text",
+                                      "n.event_time <= %(as_of)s", {"as_of": 10_000}, 10, cfg=DEFAULT)  # fmt: skip
+        return [n.node_id for n in nodes]
 
-def _text_ranking(stack: Stack, tenant: str, claw: str) -> list[str]:
-    async def run() -> list[str]:
-        async with app_pool(stack, max_size=1) as pool, tenant_tx(pool, tenant) as conn:
-            nodes = await node_candidates(conn, Memory(tenant, claw, "u", None), None, "test", QUESTION, "text",
-                                          "n.event_time <= %(as_of)s", {"as_of": 10_000}, 10, cfg=DEFAULT)  # fmt: skip
-            return [n.node_id for n in nodes]
+    async def run() -> tuple[list[str], list[str]]:
+        conn = await psycopg.AsyncConnection.connect(stack.settings.require_database())
+        async with conn, conn.transaction(force_rollback=True):
+            for i, (node_id, content) in enumerate(NODES.items()):
+                await conn.execute(
+                    "INSERT INTO kmms.kmms_nodes (tenant, claw_id, scope, node_id, layer, entity, topic, content, "
+                    "version, valid_from, event_time, confidence, source_ids, model, logged_at) "
+                    "VALUES (%s, 'claw-1', 'u', %s, 3, 'user', 'life', %s, 1, 0, %s, 0.8, %s, 'test', %s)",
+                    (tenant, node_id, content, 1_000 + i, [f"ep-{i}"], 1_000 + i),
+                )
+            return await ranking(conn, "claw-1"), await ranking(conn, "claw-2")
 
     return asyncio.run(run())
 
 
 def test_a_nodes_rare_word_outranks_a_common_word_said_often(stack: Stack) -> None:
-    tenant, claw = f"nodes-{uuid.uuid4().hex[:6]}", "claw-1"
-    _insert(stack, tenant, claw)
-    ranking = _text_ranking(stack, tenant, claw)
+    ranking, other_claws = _text_rankings(stack, f"nodes-{uuid.uuid4().hex[:6]}")
     assert ranking[0] == "n-dog", ranking
     assert sorted(ranking) == sorted(NODES)  # every node holding a word of the question is a candidate
-    # another memory's nodes are not this one's candidates
-    assert _text_ranking(stack, tenant, "claw-2") == []
+    assert other_claws == []  # another memory's nodes are not this one's candidates
