@@ -22,15 +22,13 @@ Time = TypeVar("Time")
 class View(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
-
-class _ByTime(BaseModel):
     @classmethod
     def model_parametrized_name(cls, params: tuple[Any, ...]) -> str:
         # The API's schema names the ms form as the class ("MemoryHit"); the SDK's is "MemoryHit[datetime]".
         return cls.__name__ if params == (int,) else f"{cls.__name__}[{getattr(params[0], '__name__', params[0])}]"
 
 
-class MemoryHit(View, _ByTime, Generic[Time]):
+class MemoryHit(View, Generic[Time]):
     layer: int
     node_id: str  # the node, or for L4 the episode id
     score: float  # fused first-stage score (reciprocal rank)
@@ -69,7 +67,7 @@ class LayerStep(View):
     best_similarity: float | None
 
 
-class SearchResult(View, _ByTime, Generic[Time]):
+class SearchResult(View, Generic[Time]):
     query: str
     as_of: Time
     temporal_intent: str

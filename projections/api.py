@@ -7,7 +7,8 @@ Every error is JSON ``{"code": ..., "detail": ...}`` with a stable code (see doc
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -87,22 +88,14 @@ def _exact_bounds(app: FastAPI) -> None:
     bound 2^63-1 into 2^63 (a value the server refuses). Give the document back integer bounds."""
     generate = app.openapi
 
-    def fix(node: Any) -> None:
-        if isinstance(node, dict):
-            for key in ("minimum", "maximum"):
-                value = node.get(key)
-                if isinstance(value, float) and value.is_integer():
-                    node[key] = max(MIN_LONG, min(MAX_LONG, int(value)))
-            for child in node.values():
-                fix(child)
-        elif isinstance(node, list):
-            for child in node:
-                fix(child)
-
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = generate()
-            fix(document)
+            for node in _objects(document):
+                for key in ("minimum", "maximum"):
+                    value = node.get(key)
+                    if isinstance(value, float) and value.is_integer():
+                        node[key] = max(MIN_LONG, min(MAX_LONG, int(value)))
             _named_by_title(document)
         return app.openapi_schema  # type: ignore[return-value]
 
@@ -114,24 +107,26 @@ def _named_by_title(document: dict[str, Any]) -> None:
     over their time type (``contracts/kmms_views.py``: ms on the server, datetimes in the SDK), so each such
     schema is renamed to its title (``SearchResult``) and every reference to it follows."""
     schemas = document.get("components", {}).get("schemas", {})
-    titles = [value.get("title") for value in schemas.values()]
+    titles = Counter(value.get("title") for value in schemas.values())
     renamed = {key: value["title"] for key, value in schemas.items()
                if isinstance(value.get("title"), str) and key.startswith(f"{value['title']}_") and key.endswith("_")
-               and value["title"] not in schemas and titles.count(value["title"]) == 1}  # fmt: skip
+               and value["title"] not in schemas and titles[value["title"]] == 1}  # fmt: skip
     if not renamed:
         return
     for old, new in renamed.items():
         schemas[new] = schemas.pop(old)
     refs = {f"#/components/schemas/{old}": f"#/components/schemas/{new}" for old, new in renamed.items()}
+    for node in _objects(document):
+        if node.get("$ref") in refs:
+            node["$ref"] = refs[node["$ref"]]
 
-    def follow(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("$ref") in refs:
-                node["$ref"] = refs[node["$ref"]]
-            for child in node.values():
-                follow(child)
-        elif isinstance(node, list):
-            for child in node:
-                follow(child)
 
-    follow(document)
+def _objects(node: Any) -> Iterator[dict[str, Any]]:
+    """Every JSON object in ``node`` (itself included), depth first; a caller may change their scalar values."""
+    if isinstance(node, dict):
+        yield node
+        for child in node.values():
+            yield from _objects(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _objects(child)
