@@ -174,6 +174,7 @@ class MemoryClient:
         """Block until every episode is searchable (stored and embedded); TimeoutError otherwise."""
         todo = set(episode_ids)
         deadline = time.monotonic() + timeout_s
+        pause = 0.05
         while todo:
             for i in range(0, len(todo), 1_000):
                 batch = sorted(todo)[i : i + 1_000]
@@ -183,4 +184,5 @@ class MemoryClient:
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{len(todo)} episodes not searchable after {timeout_s:.0f} s")
-            time.sleep(0.1)
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.5)
