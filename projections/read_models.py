@@ -26,6 +26,61 @@ class DigestTable:
     wall_clock: tuple[str, ...] = ()
 
 
+Column = tuple[str, str]  # name, SQL type with its constraints: ("known_at", "bigint NOT NULL")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of a read model, declared once: its CREATE TABLE statement (``create``), its insert column list
+    (``names``) and what its digest reads (``digest``) all come from here. Indexes, policies and other DDL stay
+    with the read model's ``ddl``.
+
+    ``columns`` in the table's order; a column whose SQL says ``GENERATED ALWAYS AS`` is generated (computed
+    from the others: neither inserted nor digested). ``primary_key`` is also the digest's row order; a one-column
+    key is written on its column. ``wall_clock``: stored columns the digest skips (a projector's own time).
+    ``digest_as``: a column the digest reads as an expression, ``(name, select item)``. ``digest_order``: the
+    digest's column order where it is not the table's (the digests of live models were made in that order)."""
+
+    name: str
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...]
+    wall_clock: tuple[str, ...] = ()
+    digest_as: tuple[Column, ...] = ()
+    digest_order: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        declared = [c for c, _ in self.columns]
+        named = [*self.primary_key, *self.wall_clock, *(c for c, _ in self.digest_as), *self.digest_order]
+        if len(set(declared)) != len(declared) or not set(named) <= set(declared):
+            raise ValueError(f"{self.name}: a column named twice, or a name that is not a column")
+        if self.digest_order and sorted(self.digest_order) != sorted(self.names.split(", ")):
+            raise ValueError(f"{self.name}: digest_order must list each digested column once")
+
+    @property
+    def generated(self) -> tuple[str, ...]:
+        return tuple(c for c, sql in self.columns if " GENERATED ALWAYS AS " in f" {sql.upper()} ")
+
+    @property
+    def names(self) -> str:
+        """The columns a fold writes, in the table's order: every column but the generated and wall-clock ones."""
+        skip = {*self.generated, *self.wall_clock}
+        return ", ".join(c for c, _ in self.columns if c not in skip)
+
+    def create(self, schema: str, if_not_exists: bool = False) -> str:
+        one = self.primary_key[0] if len(self.primary_key) == 1 else None
+        parts = [f"{c} {sql} PRIMARY KEY" if c == one else f"{c} {sql}" for c, sql in self.columns]
+        if one is None:
+            parts.append(f"PRIMARY KEY ({', '.join(self.primary_key)})")
+        exists = " IF NOT EXISTS" if if_not_exists else ""
+        return f"CREATE TABLE{exists} {schema}.{self.name} ({', '.join(parts)})"
+
+    def digest(self) -> DigestTable:
+        order = self.digest_order or tuple(self.names.split(", "))
+        exprs = dict(self.digest_as)
+        columns = ", ".join(exprs.get(c, c) for c in order)
+        return DigestTable(self.name, columns, ", ".join(self.primary_key), self.wall_clock)
+
+
 class Projection(Protocol):
     name: str
     tables: tuple[DigestTable, ...]

@@ -20,81 +20,83 @@ import psycopg
 
 from contracts.kmp_records import KmpEvent, decode_kmp
 from contracts.topics import TopicNames
-from projections.read_models import DigestTable, copy_insert, schema_ddl, tenant_table
+from projections.read_models import DigestTable, Table, copy_insert, schema_ddl, tenant_table
 from streams.records import LogRecord
 
 Cur = psycopg.Cursor[tuple[object, ...]]
-TABLES = ("kmp_ingests", "kmp_dimensions", "kmp_entries", "kmp_relations", "kmp_evidence")
 SEQ_STRIDE = 1024  # > the 256 items a list may hold
+_TABLES = (
+    Table("kmp_ingests", (
+        ("tenant", "text NOT NULL"), ("about", "text NOT NULL"), ("ingest_id", "text NOT NULL"),
+        ("claw_id", "text NOT NULL"), ("known_at", "bigint NOT NULL"), ("source", "text NOT NULL"),
+        ("envelope_event_id", "text NOT NULL"), ("trace_id", "text NOT NULL"), ("source_kind", "text NOT NULL"),
+        ("source_agent", "text NOT NULL"), ("entries", "int NOT NULL"), ("relations", "int NOT NULL"),
+        ("evidence", "int NOT NULL"), ("rich", "int NOT NULL"), ("anemic", "int NOT NULL"),
+        ("structural", "int NOT NULL"), ("suspect", "int NOT NULL"), ("context_refs", "int NOT NULL"),
+        ("context_seen", "int NOT NULL"), ("evidence_coverage", "double precision NOT NULL"),
+    ), ("tenant", "about", "ingest_id")),
+    Table("kmp_dimensions", (
+        ("tenant", "text NOT NULL"), ("about", "text NOT NULL"), ("dimension_id", "text NOT NULL"),
+        ("kind", "text NOT NULL"), ("title", "text NOT NULL"), ("known_at", "bigint NOT NULL"),
+    ), ("tenant", "about", "dimension_id")),
+    Table("kmp_entries", (
+        ("tenant", "text NOT NULL"), ("about", "text NOT NULL"), ("entry_id", "text NOT NULL"),
+        ("kind", "text NOT NULL"), ("text", "text NOT NULL"), ("occurred_at", "bigint NOT NULL"),
+        ("valid_from", "bigint"), ("valid_until", "bigint"), ("known_at", "bigint NOT NULL"),
+        ("seq", "bigint NOT NULL"), ("ingest_id", "text NOT NULL"), ("claw_id", "text NOT NULL"),
+        ("source_agent", "text NOT NULL"), ("dims", "text[] NOT NULL"), ("coordinates", "jsonb NOT NULL"),
+        ("metadata", "jsonb NOT NULL"),
+        ("tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('english', kind || ' ' || text)) STORED"),
+    ), ("tenant", "about", "entry_id")),
+    Table("kmp_relations", (
+        ("tenant", "text NOT NULL"), ("about", "text NOT NULL"), ("seq", "bigint NOT NULL"),
+        ("source_ref", "text NOT NULL"), ("target_ref", "text NOT NULL"), ("rel", "text NOT NULL"),
+        ("semantic_class", "text NOT NULL"), ("why", "text NOT NULL"), ("evidence_refs", "text[] NOT NULL"),
+        ("confidence", "double precision"), ("quality", "text NOT NULL"), ("reason", "text NOT NULL"),
+        ("known_at", "bigint NOT NULL"), ("ingest_id", "text NOT NULL"),
+    ), ("tenant", "about", "seq")),
+    Table("kmp_evidence", (
+        ("tenant", "text NOT NULL"), ("about", "text NOT NULL"), ("evidence_id", "text NOT NULL"),
+        ("text", "text NOT NULL"), ("supports", "text[] NOT NULL"), ("source", "text NOT NULL"),
+        ("known_at", "bigint NOT NULL"), ("seq", "bigint NOT NULL"), ("ingest_id", "text NOT NULL"),
+    ), ("tenant", "about", "evidence_id")),
+)  # fmt: skip
+_BY_NAME = {t.name: t for t in _TABLES}
+TABLES = tuple(_BY_NAME)
 
 
 class KmpProjection:
     name: str = "kmp"
-    tables: tuple[DigestTable, ...] = (
-        DigestTable("kmp_ingests", "tenant, about, ingest_id, claw_id, known_at, source, envelope_event_id, trace_id, "
-                    "source_kind, source_agent, entries, relations, evidence, rich, anemic, structural, suspect, "
-                    "context_refs, context_seen, evidence_coverage", "tenant, about, ingest_id"),
-        DigestTable("kmp_dimensions", "tenant, about, dimension_id, kind, title, known_at",
-                    "tenant, about, dimension_id"),
-        DigestTable("kmp_entries", "tenant, about, entry_id, kind, text, occurred_at, valid_from, valid_until, "
-                    "known_at, seq, ingest_id, claw_id, source_agent, dims, coordinates, metadata",
-                    "tenant, about, entry_id"),
-        DigestTable("kmp_relations", "tenant, about, seq, source_ref, target_ref, rel, semantic_class, why, "
-                    "evidence_refs, confidence, quality, reason, known_at, ingest_id", "tenant, about, seq"),
-        DigestTable("kmp_evidence", "tenant, about, evidence_id, text, supports, source, known_at, seq, ingest_id",
-                    "tenant, about, evidence_id"),
-    )  # fmt: skip
+    tables: tuple[DigestTable, ...] = tuple(t.digest() for t in _TABLES)
 
     def topics(self, names: TopicNames) -> list[str]:
         return [names.kmp_events]
 
     def ddl(self, schema: str) -> list[str]:
-        s = schema
+        s, t = schema, _BY_NAME
         return [
             *schema_ddl(s),
-            f"""CREATE TABLE {s}.kmp_ingests (
-                tenant text NOT NULL, about text NOT NULL, ingest_id text NOT NULL, claw_id text NOT NULL,
-                known_at bigint NOT NULL, source text NOT NULL, envelope_event_id text NOT NULL, trace_id text NOT NULL,
-                source_kind text NOT NULL, source_agent text NOT NULL, entries int NOT NULL, relations int NOT NULL,
-                evidence int NOT NULL, rich int NOT NULL, anemic int NOT NULL, structural int NOT NULL,
-                suspect int NOT NULL, context_refs int NOT NULL, context_seen int NOT NULL,
-                evidence_coverage double precision NOT NULL, PRIMARY KEY (tenant, about, ingest_id))""",
+            t["kmp_ingests"].create(s),
             f"CREATE INDEX kmp_ingests_event ON {s}.kmp_ingests (tenant, envelope_event_id)",
-            f"""CREATE TABLE {s}.kmp_dimensions (
-                tenant text NOT NULL, about text NOT NULL, dimension_id text NOT NULL, kind text NOT NULL,
-                title text NOT NULL, known_at bigint NOT NULL, PRIMARY KEY (tenant, about, dimension_id))""",
-            f"""CREATE TABLE {s}.kmp_entries (
-                tenant text NOT NULL, about text NOT NULL, entry_id text NOT NULL, kind text NOT NULL,
-                text text NOT NULL, occurred_at bigint NOT NULL, valid_from bigint, valid_until bigint,
-                known_at bigint NOT NULL, seq bigint NOT NULL, ingest_id text NOT NULL, claw_id text NOT NULL,
-                source_agent text NOT NULL, dims text[] NOT NULL, coordinates jsonb NOT NULL, metadata jsonb NOT NULL,
-                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', kind || ' ' || text)) STORED,
-                PRIMARY KEY (tenant, about, entry_id))""",
+            t["kmp_dimensions"].create(s),
+            t["kmp_entries"].create(s),
             f"CREATE INDEX kmp_entries_time ON {s}.kmp_entries (tenant, about, occurred_at, known_at, seq)",
             f"CREATE INDEX kmp_entries_tsv ON {s}.kmp_entries USING gin (tsv)",
-            f"""CREATE TABLE {s}.kmp_relations (
-                tenant text NOT NULL, about text NOT NULL, seq bigint NOT NULL, source_ref text NOT NULL,
-                target_ref text NOT NULL, rel text NOT NULL, semantic_class text NOT NULL, why text NOT NULL,
-                evidence_refs text[] NOT NULL, confidence double precision, quality text NOT NULL,
-                reason text NOT NULL, known_at bigint NOT NULL, ingest_id text NOT NULL,
-                PRIMARY KEY (tenant, about, seq))""",
+            t["kmp_relations"].create(s),
             f"CREATE INDEX kmp_rel_source ON {s}.kmp_relations (tenant, about, source_ref)",
             f"CREATE INDEX kmp_rel_target ON {s}.kmp_relations (tenant, about, target_ref)",
-            f"""CREATE TABLE {s}.kmp_evidence (
-                tenant text NOT NULL, about text NOT NULL, evidence_id text NOT NULL, text text NOT NULL,
-                supports text[] NOT NULL, source text NOT NULL, known_at bigint NOT NULL, seq bigint NOT NULL,
-                ingest_id text NOT NULL, PRIMARY KEY (tenant, about, evidence_id))""",
+            t["kmp_evidence"].create(s),
             f"CREATE INDEX kmp_evidence_supports ON {s}.kmp_evidence USING gin (supports)",
-            *[x for t in TABLES for x in tenant_table(s, t)],
+            *[x for name in TABLES for x in tenant_table(s, name)],
         ]
 
     def fold(self, cur: Cur, schema: str, records: list[LogRecord]) -> None:
         rows: dict[str, list[tuple[object, ...]]] = {t: [] for t in TABLES}
         for rec in records:
             self._rows(rows, decode_kmp(rec.value or b""), rec.offset * SEQ_STRIDE)
-        for table, cols in _INSERTS.items():
-            if rows[table]:
-                _bulk_insert(cur, schema, table, cols, rows[table])
+        for table in _TABLES:
+            if rows[table.name]:
+                _bulk_insert(cur, schema, table, rows[table.name])
 
     @staticmethod
     def _rows(rows: dict[str, list[tuple[object, ...]]], ev: KmpEvent, base: int) -> None:
@@ -121,31 +123,10 @@ class KmpProjection:
                                  for i, v in enumerate(p.evidence)]  # fmt: skip
 
 
-def _bulk_insert(cur: Cur, schema: str, table: str, cols: str, rows: list[tuple[object, ...]]) -> None:
+def _bulk_insert(cur: Cur, schema: str, table: Table, rows: list[tuple[object, ...]]) -> None:
     """Insert what is new (``copy_insert``). The first row of a key in the batch wins, as row-by-row
-    inserts with ON CONFLICT DO NOTHING would (a dimension declared twice keeps its first title)."""
-    key = len(_KEYS[table])
+    inserts with ON CONFLICT DO NOTHING would (a dimension declared twice keeps its first title).
+    A row holds the table's columns in order (``Table.names``), its key first."""
+    key = len(table.primary_key)
     unique = list({r[:key]: r for r in reversed(rows)}.values())[::-1]
-    copy_insert(cur, schema, table, cols, unique)
-
-
-# Each table's key: the leading columns of its insert list.
-_KEYS = {
-    "kmp_ingests": ("tenant", "about", "ingest_id"),
-    "kmp_dimensions": ("tenant", "about", "dimension_id"),
-    "kmp_entries": ("tenant", "about", "entry_id"),
-    "kmp_relations": ("tenant", "about", "seq"),
-    "kmp_evidence": ("tenant", "about", "evidence_id"),
-}
-# Column lists in insert order (kmp_entries' tsv is generated).
-_INSERTS = {
-    "kmp_ingests": "tenant, about, ingest_id, claw_id, known_at, source, envelope_event_id, trace_id, source_kind, "
-    "source_agent, entries, relations, evidence, rich, anemic, structural, suspect, context_refs, context_seen, "
-    "evidence_coverage",
-    "kmp_dimensions": "tenant, about, dimension_id, kind, title, known_at",
-    "kmp_entries": "tenant, about, entry_id, kind, text, occurred_at, valid_from, valid_until, known_at, seq, "
-    "ingest_id, claw_id, source_agent, dims, coordinates, metadata",
-    "kmp_relations": "tenant, about, seq, source_ref, target_ref, rel, semantic_class, why, evidence_refs, "
-    "confidence, quality, reason, known_at, ingest_id",
-    "kmp_evidence": "tenant, about, evidence_id, text, supports, source, known_at, seq, ingest_id",
-}
+    copy_insert(cur, schema, table.name, table.names, unique)

@@ -16,23 +16,34 @@ import psycopg
 
 from contracts.kstar_records import KstarEvent, decode_kstar
 from contracts.topics import TopicNames
-from projections.read_models import DigestTable, copy_insert, schema_ddl, tenant_table
+from projections.read_models import DigestTable, Table, copy_insert, schema_ddl, tenant_table
 from streams.records import LogRecord
 
 Cur = psycopg.Cursor[tuple[object, ...]]
-RECORD_COLS = ("tenant, memory, kind, record_id, name, doc, content_hash, record_time, known_at, first_known_at, "
-               "origin, origin_ref, claw_id")  # fmt: skip
-HISTORY_COLS = ("tenant, memory, seq, op_id, op, kind, record_id, change, content_hash, existing_hash, known_at, "
-                "origin, origin_ref, envelope_event_id, claw_id, forget_kinds")  # fmt: skip
+_RECORDS, _HISTORY = (
+    Table("records", (
+        ("tenant", "text NOT NULL"), ("memory", "text NOT NULL"), ("kind", "text NOT NULL"),
+        ("record_id", "text NOT NULL"), ("name", "text NOT NULL"), ("doc", "jsonb NOT NULL"),
+        ("content_hash", "text NOT NULL"), ("record_time", "text NOT NULL"), ("known_at", "bigint NOT NULL"),
+        ("first_known_at", "bigint NOT NULL"), ("origin", "text NOT NULL"), ("origin_ref", "text NOT NULL"),
+        ("claw_id", "text NOT NULL"),
+        ("tsv", "tsvector GENERATED ALWAYS AS (jsonb_to_tsvector('english', doc, '[\"string\"]')) STORED"),
+    ), ("tenant", "memory", "kind", "record_id")),
+    Table("history", (
+        ("tenant", "text NOT NULL"), ("memory", "text NOT NULL"), ("seq", "bigint NOT NULL"),
+        ("op_id", "text NOT NULL"), ("op", "text NOT NULL"), ("kind", "text NOT NULL"), ("record_id", "text NOT NULL"),
+        ("change", "text NOT NULL"), ("content_hash", "text NOT NULL"), ("existing_hash", "text NOT NULL"),
+        ("known_at", "bigint NOT NULL"), ("origin", "text NOT NULL"), ("origin_ref", "text NOT NULL"),
+        ("envelope_event_id", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("forget_kinds", "text[] NOT NULL"),
+    ), ("tenant", "memory", "seq")),
+)  # fmt: skip
+RECORD_COLS, HISTORY_COLS = _RECORDS.names, _HISTORY.names  # in the order a fold's rows hold them
 Row = tuple[object, ...]
 
 
 class KstarProjection:
     name: str = "kstar"
-    tables: tuple[DigestTable, ...] = (
-        DigestTable("records", RECORD_COLS, "tenant, memory, kind, record_id"),
-        DigestTable("history", HISTORY_COLS, "tenant, memory, seq"),
-    )
+    tables: tuple[DigestTable, ...] = (_RECORDS.digest(), _HISTORY.digest())
 
     def topics(self, names: TopicNames) -> list[str]:
         return [names.kstar_events]
@@ -41,23 +52,12 @@ class KstarProjection:
         s = schema
         return [
             *schema_ddl(s),
-            f"""CREATE TABLE {s}.records (
-                tenant text NOT NULL, memory text NOT NULL, kind text NOT NULL, record_id text NOT NULL,
-                name text NOT NULL, doc jsonb NOT NULL, content_hash text NOT NULL, record_time text NOT NULL,
-                known_at bigint NOT NULL, first_known_at bigint NOT NULL, origin text NOT NULL,
-                origin_ref text NOT NULL, claw_id text NOT NULL,
-                tsv tsvector GENERATED ALWAYS AS (jsonb_to_tsvector('english', doc, '["string"]')) STORED,
-                PRIMARY KEY (tenant, memory, kind, record_id))""",
+            _RECORDS.create(s),
             f"CREATE INDEX kstar_records_time ON {s}.records (tenant, memory, kind, record_time)",
             f"CREATE INDEX kstar_records_known ON {s}.records (tenant, memory, known_at)",
             f"CREATE INDEX kstar_records_name ON {s}.records (tenant, memory, kind, name)",
             f"CREATE INDEX kstar_records_tsv ON {s}.records USING gin (tsv)",
-            f"""CREATE TABLE {s}.history (
-                tenant text NOT NULL, memory text NOT NULL, seq bigint NOT NULL, op_id text NOT NULL,
-                op text NOT NULL, kind text NOT NULL, record_id text NOT NULL, change text NOT NULL,
-                content_hash text NOT NULL, existing_hash text NOT NULL, known_at bigint NOT NULL,
-                origin text NOT NULL, origin_ref text NOT NULL, envelope_event_id text NOT NULL,
-                claw_id text NOT NULL, forget_kinds text[] NOT NULL, PRIMARY KEY (tenant, memory, seq))""",
+            _HISTORY.create(s),
             f"CREATE INDEX kstar_history_event ON {s}.history (tenant, envelope_event_id)",
             f"CREATE INDEX kstar_history_known ON {s}.history (tenant, memory, known_at)",
             *[x for t in ("records", "history") for x in tenant_table(s, t)],
