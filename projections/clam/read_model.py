@@ -18,26 +18,41 @@ import psycopg
 
 from contracts.clam_records import ClamEvent, decode_clam
 from contracts.topics import TopicNames
-from projections.read_models import DigestTable, schema_ddl, tenant_table
+from projections.read_models import DigestTable, Table, schema_ddl, tenant_table
 from streams.records import LogRecord
 
 Cur = psycopg.Cursor[tuple[object, ...]]
-TABLES = ("stm", "ltm", "triples", "activity")
 STRIDE = 1024  # events of one operation: seq < STRIDE
+
+_TABLES = (
+    Table("stm", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("concept_id", "text NOT NULL"),
+        ("description", "text NOT NULL"), ("confidence_score", "int NOT NULL"),
+        ("creation_timestamp", "bigint NOT NULL"), ("last_access_timestamp", "bigint NOT NULL"),
+        ("origin_context", "text NOT NULL"), ("kind", "text NOT NULL"),
+    ), ("tenant", "claw_id", "concept_id")),
+    Table("ltm", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("concept_id", "text NOT NULL"),
+        ("collection", "text NOT NULL"), ("description", "text NOT NULL"), ("confidence_score", "int NOT NULL"),
+        ("origin_context", "text NOT NULL"), ("stored_at", "bigint NOT NULL"), ("links", "jsonb NOT NULL"),
+    ), ("tenant", "claw_id", "concept_id")),
+    Table("triples", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("triple_id", "text NOT NULL"),
+        ("subject", "text NOT NULL"), ("predicate", "text NOT NULL"), ("object", "text NOT NULL"),
+        ("category", "text NOT NULL"), ("known_at", "bigint NOT NULL"),
+    ), ("tenant", "claw_id", "triple_id")),
+    Table("activity", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("seq", "bigint NOT NULL"),
+        ("at", "bigint NOT NULL"), ("kind", "text NOT NULL"), ("concept_id", "text NOT NULL"),
+        ("envelope_event_id", "text NOT NULL"), ("text", "text NOT NULL"),
+    ), ("tenant", "claw_id", "seq")),
+)  # fmt: skip
+TABLES = tuple(t.name for t in _TABLES)
 
 
 class ClamProjection:
     name: str = "clam"
-    tables: tuple[DigestTable, ...] = (
-        DigestTable("stm", "tenant, claw_id, concept_id, description, confidence_score, creation_timestamp, "
-                    "last_access_timestamp, origin_context, kind", "tenant, claw_id, concept_id"),
-        DigestTable("ltm", "tenant, claw_id, concept_id, collection, description, confidence_score, origin_context, "
-                    "stored_at, links", "tenant, claw_id, concept_id"),
-        DigestTable("triples", "tenant, claw_id, triple_id, subject, predicate, object, category, known_at",
-                    "tenant, claw_id, triple_id"),
-        DigestTable("activity", "tenant, claw_id, seq, at, kind, concept_id, envelope_event_id, text",
-                    "tenant, claw_id, seq"),
-    )  # fmt: skip
+    tables: tuple[DigestTable, ...] = tuple(t.digest() for t in _TABLES)
 
     def topics(self, names: TopicNames) -> list[str]:
         return [names.clam_events]
@@ -46,20 +61,7 @@ class ClamProjection:
         s = schema
         return [
             *schema_ddl(s),
-            f"""CREATE TABLE {s}.stm (tenant text NOT NULL, claw_id text NOT NULL, concept_id text NOT NULL,
-                description text NOT NULL, confidence_score int NOT NULL, creation_timestamp bigint NOT NULL,
-                last_access_timestamp bigint NOT NULL, origin_context text NOT NULL, kind text NOT NULL,
-                PRIMARY KEY (tenant, claw_id, concept_id))""",
-            f"""CREATE TABLE {s}.ltm (tenant text NOT NULL, claw_id text NOT NULL, concept_id text NOT NULL,
-                collection text NOT NULL, description text NOT NULL, confidence_score int NOT NULL,
-                origin_context text NOT NULL, stored_at bigint NOT NULL, links jsonb NOT NULL,
-                PRIMARY KEY (tenant, claw_id, concept_id))""",
-            f"""CREATE TABLE {s}.triples (tenant text NOT NULL, claw_id text NOT NULL, triple_id text NOT NULL,
-                subject text NOT NULL, predicate text NOT NULL, object text NOT NULL, category text NOT NULL,
-                known_at bigint NOT NULL, PRIMARY KEY (tenant, claw_id, triple_id))""",
-            f"""CREATE TABLE {s}.activity (tenant text NOT NULL, claw_id text NOT NULL, seq bigint NOT NULL,
-                at bigint NOT NULL, kind text NOT NULL, concept_id text NOT NULL, envelope_event_id text NOT NULL,
-                text text NOT NULL, PRIMARY KEY (tenant, claw_id, seq))""",
+            *[t.create(s) for t in _TABLES],
             f"CREATE INDEX clam_activity_event ON {s}.activity (tenant, envelope_event_id)",
             *[x for t in TABLES for x in tenant_table(s, t)],
         ]
