@@ -19,10 +19,42 @@ from contracts.topics import TopicNames
 from governance.identity import Verifier
 from governance.signing import verify_system_output
 from governance.votes.fact_versions import check_version
-from projections.read_models import DigestTable, copy_insert, schema_ddl, tenant_table
+from projections.read_models import DigestTable, Table, copy_insert, schema_ddl, tenant_table
 from streams.records import LogRecord
 
 Cur = psycopg.Cursor[tuple[object, ...]]
+
+_TABLES = (
+    Table("proposals", (
+        ("tenant", "text NOT NULL"), ("proposal_id", "text NOT NULL"), ("fact_key", "text NOT NULL"),
+        ("statement", "text NOT NULL"), ("tags", "text[] NOT NULL"), ("proposer", "text NOT NULL"),
+        ("claw_id", "text NOT NULL"), ("deadline", "bigint NOT NULL"), ("base_version", "int NOT NULL"),
+        ("trace_id", "text NOT NULL"), ("event_id", "text NOT NULL"), ("log_time", "bigint NOT NULL"),
+    ), ("tenant", "proposal_id")),
+    Table("votes", (
+        ("tenant", "text NOT NULL"), ("proposal_id", "text NOT NULL"), ("claw_id", "text NOT NULL"),
+        ("instance_id", "text NOT NULL"), ("vote", "text NOT NULL"), ("reason", "text"), ("event_id", "text NOT NULL"),
+        ("log_time", "bigint NOT NULL"), ("source", "text"),
+    ), ("source",)),
+    Table("refusals", (
+        ("tenant", "text NOT NULL"), ("source", "text NOT NULL"), ("envelope_event_id", "text"),
+        ("stage", "text NOT NULL"), ("type", "text NOT NULL"), ("claw_id", "text"), ("proposal_id", "text"),
+        ("reason_code", "text NOT NULL"), ("detail", "text NOT NULL"), ("log_time", "bigint NOT NULL"),
+    ), ("source", "stage")),
+    Table("decisions", (
+        ("tenant", "text NOT NULL"), ("proposal_id", "text NOT NULL"), ("event_id", "text NOT NULL"),
+        ("outcome", "text NOT NULL"), ("yes_votes", "int NOT NULL"), ("no_votes", "int NOT NULL"),
+        ("quorum_basis", "int NOT NULL"), ("threshold", "int NOT NULL"), ("voters", "text[] NOT NULL"),
+        ("decided_at", "bigint NOT NULL"), ("trace_id", "text NOT NULL"),
+    ), ("tenant", "proposal_id")),
+    Table("facts", (
+        ("tenant", "text NOT NULL"), ("fact_key", "text NOT NULL"), ("version", "int NOT NULL"),
+        ("statement", "text NOT NULL"), ("tags", "text[] NOT NULL"), ("proposal_id", "text"),
+        ("supersedes_version", "int"), ("valid_from", "bigint NOT NULL"), ("valid_to", "bigint"),
+        ("event_id", "text NOT NULL"), ("trace_id", "text NOT NULL"),
+    ), ("tenant", "fact_key", "version")),
+)  # fmt: skip
+_BY_NAME = {t.name: t for t in _TABLES}
 
 
 class FactIntegrityError(ValueError):
@@ -31,19 +63,7 @@ class FactIntegrityError(ValueError):
 
 class GovernanceProjection:
     name: str = "governance"
-    tables: tuple[DigestTable, ...] = (
-        DigestTable("proposals", "tenant, proposal_id, fact_key, statement, tags, proposer, claw_id, deadline, "
-                    "base_version, trace_id, event_id, log_time", "tenant, proposal_id"),
-        DigestTable("votes", "tenant, proposal_id, claw_id, instance_id, vote, reason, event_id, log_time, "
-                    "source", "source"),
-        DigestTable("refusals", "tenant, source, envelope_event_id, stage, type, claw_id, proposal_id, reason_code, "
-                    "detail, log_time",
-                    "source, stage"),
-        DigestTable("decisions", "tenant, proposal_id, event_id, outcome, yes_votes, no_votes, quorum_basis, "
-                    "threshold, voters, decided_at, trace_id", "tenant, proposal_id"),
-        DigestTable("facts", "tenant, fact_key, version, statement, tags, proposal_id, supersedes_version, "
-                    "valid_from, valid_to, event_id, trace_id", "tenant, fact_key, version"),
-    )  # fmt: skip
+    tables: tuple[DigestTable, ...] = tuple(t.digest() for t in _TABLES)
 
     def __init__(self, output_verifier: Verifier | None = None) -> None:
         self.output_verifier = output_verifier
@@ -55,35 +75,17 @@ class GovernanceProjection:
     def ddl(self, schema: str) -> list[str]:
         return [
             *schema_ddl(schema),
-            f"""CREATE TABLE {schema}.proposals (
-                tenant text NOT NULL, proposal_id text NOT NULL, fact_key text NOT NULL, statement text NOT NULL,
-                tags text[] NOT NULL, proposer text NOT NULL, claw_id text NOT NULL, deadline bigint NOT NULL,
-                base_version int NOT NULL, trace_id text NOT NULL, event_id text NOT NULL, log_time bigint NOT NULL,
-                PRIMARY KEY (tenant, proposal_id))""",
-            f"""CREATE TABLE {schema}.votes (
-                tenant text NOT NULL, proposal_id text NOT NULL, claw_id text NOT NULL, instance_id text NOT NULL,
-                vote text NOT NULL, reason text, event_id text NOT NULL, log_time bigint NOT NULL,
-                source text PRIMARY KEY)""",
+            _BY_NAME["proposals"].create(schema),
+            _BY_NAME["votes"].create(schema),
             f"CREATE INDEX votes_proposal ON {schema}.votes (tenant, proposal_id)",
             # Refusals of proposals and votes, by the gate or by governance; `source` is the
             # refused record's position (inbound for the gate, accepted.* for governance).
-            f"""CREATE TABLE {schema}.refusals (
-                tenant text NOT NULL, source text NOT NULL, envelope_event_id text, stage text NOT NULL,
-                type text NOT NULL, claw_id text, proposal_id text, reason_code text NOT NULL, detail text NOT NULL,
-                log_time bigint NOT NULL, PRIMARY KEY (source, stage))""",
+            _BY_NAME["refusals"].create(schema),
             f"CREATE INDEX refusals_event ON {schema}.refusals (tenant, envelope_event_id)",
             f"CREATE INDEX refusals_proposal ON {schema}.refusals (tenant, proposal_id)",
-            f"""CREATE TABLE {schema}.decisions (
-                tenant text NOT NULL, proposal_id text NOT NULL, event_id text NOT NULL, outcome text NOT NULL,
-                yes_votes int NOT NULL, no_votes int NOT NULL, quorum_basis int NOT NULL, threshold int NOT NULL,
-                voters text[] NOT NULL, decided_at bigint NOT NULL, trace_id text NOT NULL,
-                PRIMARY KEY (tenant, proposal_id))""",
-            f"""CREATE TABLE {schema}.facts (
-                tenant text NOT NULL, fact_key text NOT NULL, version int NOT NULL, statement text NOT NULL,
-                tags text[] NOT NULL, proposal_id text, supersedes_version int, valid_from bigint NOT NULL,
-                valid_to bigint, event_id text NOT NULL, trace_id text NOT NULL,
-                PRIMARY KEY (tenant, fact_key, version))""",
-            *[s for t in ("proposals", "votes", "refusals", "decisions", "facts") for s in tenant_table(schema, t)],
+            _BY_NAME["decisions"].create(schema),
+            _BY_NAME["facts"].create(schema),
+            *[s for t in _BY_NAME for s in tenant_table(schema, t)],
         ]
 
     def fold(self, cur: Cur, schema: str, records: list[LogRecord]) -> None:
@@ -123,9 +125,8 @@ class GovernanceProjection:
                                           env.trace_id))  # fmt: skip
             elif isinstance(p, FactPayload):
                 facts.append((env, p))
-        columns = {t.table: t.columns for t in self.tables}
         for table, batch in rows.items():
-            copy_insert(cur, schema, table, columns[table], batch)
+            copy_insert(cur, schema, table, _BY_NAME[table].names, batch)
         if facts:
             self._facts(cur, schema, facts)
 
@@ -169,9 +170,7 @@ class GovernanceProjection:
                         p.valid_from, None, env.event_id, env.trace_id))  # fmt: skip
         if not new:
             return
-        columns = "tenant, fact_key, version, statement, tags, proposal_id, supersedes_version, valid_from, " \
-                  "valid_to, event_id, trace_id"  # fmt: skip
-        copy_insert(cur, schema, "facts", columns, new)
+        copy_insert(cur, schema, "facts", _BY_NAME["facts"].names, new)
         # After the inserts: a version superseded within the batch is closed too.
         cur.execute(
             f"UPDATE {schema}.facts f SET valid_to = w.valid_to "
