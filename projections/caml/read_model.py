@@ -27,17 +27,12 @@ from contracts.caml_records import CamlAuditEntry, CamlEmbedding, CamlEvent, Cam
 from contracts.topics import TopicNames
 from governance.caml.merkle import canonical_json, leaf_hash
 from governance.caml.taxonomy import max_age_ms
-from projections.read_models import APP_ROLE, DigestTable, schema_ddl, tenant_table
+from projections.read_models import APP_ROLE, DigestTable, Table, schema_ddl, tenant_table
 from projections.vectors import index_name
 from streams.records import LogRecord
 
 Cur = psycopg.Cursor[tuple[object, ...]]
 DIM = 384
-_OBS = ("observation_id, tenant, claw_id, observation_type, original_type, domain, summary, pattern, evidence, "
-        "confidence, created_at, expires_at, validations, refutations, active, promoted, event_id, source")  # fmt: skip
-_AUDIT = ("tenant, claw_id, entry_id, operation, outcome, reason_code, request_sha256, event_id, trace_id, source, "
-          "observation_id, observation_type, domain, result_count, pii_stage, pii_stages_run, reputation_at_write, "
-          "retry_after_ms, latency_ms, at, log_topic, log_partition, log_offset, log_time, day, leaf_hash")  # fmt: skip
 
 
 def audit_day(log_time_ms: int) -> str:
@@ -61,23 +56,61 @@ def entry_from_row(row: tuple[object, ...]) -> CamlAuditEntry:
     return CamlAuditEntry.model_validate(dict(zip(names, row, strict=True)))
 
 
+_TABLES = (
+    Table("caml_observations", (
+        ("observation_id", "text"), ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"),
+        ("observation_type", "text NOT NULL"), ("original_type", "text NOT NULL"), ("domain", "text NOT NULL"),
+        ("summary", "text NOT NULL"), ("pattern", "text NOT NULL"), ("evidence", "text[] NOT NULL"),
+        ("confidence", "double precision NOT NULL"), ("created_at", "bigint NOT NULL"),
+        ("expires_at", "bigint NOT NULL"), ("validations", "int NOT NULL DEFAULT 0"),
+        ("refutations", "int NOT NULL DEFAULT 0"), ("active", "boolean NOT NULL DEFAULT true"),
+        ("promoted", "boolean NOT NULL DEFAULT false"), ("event_id", "text NOT NULL"), ("source", "text NOT NULL"),
+    ), ("observation_id",)),
+    Table("caml_obs_embeddings", (
+        ("observation_id", "text NOT NULL"), ("model", "text NOT NULL"), ("embedding", f"vector({DIM}) NOT NULL"),
+        ("domain", "text"), ("active", "boolean NOT NULL DEFAULT true"), ("expires_at", "bigint"),
+    ), ("observation_id", "model"), digest_as=(("embedding", "embedding::text"),)),
+    Table("caml_validations", (
+        ("tenant", "text NOT NULL"), ("observation_id", "text NOT NULL"), ("claw_id", "text NOT NULL"),
+        ("outcome", "text NOT NULL"), ("at", "bigint NOT NULL"), ("event_id", "text NOT NULL"),
+    ), ("observation_id", "tenant", "claw_id")),
+    Table("caml_rep_events", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("seq", "bigint NOT NULL"),
+        ("reason", "text NOT NULL"), ("delta", "double precision NOT NULL"),
+        ("nominal_delta", "double precision NOT NULL"), ("score", "double precision NOT NULL"),
+        ("observation_id", "text"), ("at", "bigint NOT NULL"), ("event_id", "text NOT NULL"),
+    ), ("tenant", "claw_id", "seq")),
+    Table("caml_reputation", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("score", "double precision NOT NULL"),
+        ("seq", "bigint NOT NULL"), ("at", "bigint NOT NULL"),
+    ), ("tenant", "claw_id")),
+    Table("caml_deployments", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("suspended", "boolean NOT NULL"),
+        ("status_at", "bigint NOT NULL"), ("status_reason", "text"),
+    ), ("tenant", "claw_id")),
+    Table("caml_audit_log", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("entry_id", "text NOT NULL"),
+        ("operation", "text NOT NULL"), ("outcome", "text NOT NULL"), ("reason_code", "text"),
+        ("request_sha256", "text NOT NULL"), ("event_id", "text"), ("trace_id", "text"), ("source", "text"),
+        ("observation_id", "text"), ("observation_type", "text"), ("domain", "text"), ("result_count", "int"),
+        ("pii_stage", "text"), ("pii_stages_run", "text"), ("reputation_at_write", "double precision"),
+        ("retry_after_ms", "bigint"), ("latency_ms", "double precision NOT NULL"), ("at", "bigint NOT NULL"),
+        ("log_topic", "text NOT NULL"), ("log_partition", "int NOT NULL"), ("log_offset", "bigint NOT NULL"),
+        ("log_time", "bigint NOT NULL"), ("day", "date NOT NULL"), ("leaf_hash", "bytea NOT NULL"),
+    ), ("log_topic", "log_partition", "log_offset")),
+    Table("caml_merkle_roots", (
+        ("day", "date NOT NULL"), ("scope", "text NOT NULL"), ("size", "bigint NOT NULL"), ("root", "text NOT NULL"),
+        ("computed_at", "bigint NOT NULL"),
+    ), ("day", "scope", "size", "computed_at")),
+)  # fmt: skip
+_BY_NAME = {t.name: t for t in _TABLES}
+_OBS, _AUDIT = _BY_NAME["caml_observations"].names, _BY_NAME["caml_audit_log"].names
+
+
 class CamlProjection:
     name: str = "caml"
     _indexed: set[tuple[str, str]]
-    tables: tuple[DigestTable, ...] = (
-        DigestTable("caml_observations", _OBS, "observation_id"),
-        DigestTable("caml_obs_embeddings", "observation_id, model, embedding::text, domain, active, expires_at",
-                    "observation_id, model"),
-        DigestTable("caml_validations", "tenant, observation_id, claw_id, outcome, at, event_id",
-                    "observation_id, tenant, claw_id"),
-        DigestTable("caml_rep_events", "tenant, claw_id, seq, reason, delta, nominal_delta, score, observation_id, "
-                    "at, event_id", "tenant, claw_id, seq"),
-        DigestTable("caml_reputation", "tenant, claw_id, score, seq, at", "tenant, claw_id"),
-        DigestTable("caml_deployments", "tenant, claw_id, suspended, status_at, status_reason",
-                    "tenant, claw_id"),
-        DigestTable("caml_audit_log", _AUDIT, "log_topic, log_partition, log_offset"),
-        DigestTable("caml_merkle_roots", "day, scope, size, root, computed_at", "day, scope, size, computed_at"),
-    )  # fmt: skip
+    tables: tuple[DigestTable, ...] = tuple(t.digest() for t in _TABLES)
 
     def __init__(self) -> None:
         self._indexed = set()  # (schema, model) whose HNSW index exists
@@ -89,46 +122,17 @@ class CamlProjection:
         s = schema
         return [
             *schema_ddl(s),
-            f"""CREATE TABLE {s}.caml_observations (
-                observation_id text PRIMARY KEY, tenant text NOT NULL, claw_id text NOT NULL,
-                observation_type text NOT NULL, original_type text NOT NULL, domain text NOT NULL,
-                summary text NOT NULL, pattern text NOT NULL, evidence text[] NOT NULL,
-                confidence double precision NOT NULL, created_at bigint NOT NULL, expires_at bigint NOT NULL,
-                validations int NOT NULL DEFAULT 0, refutations int NOT NULL DEFAULT 0,
-                active boolean NOT NULL DEFAULT true, promoted boolean NOT NULL DEFAULT false,
-                event_id text NOT NULL, source text NOT NULL)""",
+            _BY_NAME["caml_observations"].create(s),
             f"CREATE INDEX obs_recent ON {s}.caml_observations (created_at)",
-            f"""CREATE TABLE {s}.caml_obs_embeddings (
-                observation_id text NOT NULL, model text NOT NULL, embedding vector({DIM}) NOT NULL,
-                domain text, active boolean NOT NULL DEFAULT true, expires_at bigint,
-                PRIMARY KEY (observation_id, model))""",
-            f"""CREATE TABLE {s}.caml_validations (
-                tenant text NOT NULL, observation_id text NOT NULL, claw_id text NOT NULL, outcome text NOT NULL,
-                at bigint NOT NULL, event_id text NOT NULL, PRIMARY KEY (observation_id, tenant, claw_id))""",
-            f"""CREATE TABLE {s}.caml_rep_events (
-                tenant text NOT NULL, claw_id text NOT NULL, seq bigint NOT NULL, reason text NOT NULL,
-                delta double precision NOT NULL, nominal_delta double precision NOT NULL,
-                score double precision NOT NULL, observation_id text, at bigint NOT NULL, event_id text NOT NULL,
-                PRIMARY KEY (tenant, claw_id, seq))""",
-            f"""CREATE TABLE {s}.caml_reputation (
-                tenant text NOT NULL, claw_id text NOT NULL, score double precision NOT NULL, seq bigint NOT NULL,
-                at bigint NOT NULL, PRIMARY KEY (tenant, claw_id))""",
-            f"""CREATE TABLE {s}.caml_deployments (
-                tenant text NOT NULL, claw_id text NOT NULL, suspended boolean NOT NULL, status_at bigint NOT NULL,
-                status_reason text, PRIMARY KEY (tenant, claw_id))""",
-            f"""CREATE TABLE {s}.caml_audit_log (
-                tenant text NOT NULL, claw_id text NOT NULL, entry_id text NOT NULL, operation text NOT NULL,
-                outcome text NOT NULL, reason_code text, request_sha256 text NOT NULL, event_id text, trace_id text,
-                source text, observation_id text, observation_type text, domain text, result_count int,
-                pii_stage text, pii_stages_run text, reputation_at_write double precision, retry_after_ms bigint,
-                latency_ms double precision NOT NULL, at bigint NOT NULL, log_topic text NOT NULL,
-                log_partition int NOT NULL, log_offset bigint NOT NULL, log_time bigint NOT NULL, day date NOT NULL,
-                leaf_hash bytea NOT NULL, PRIMARY KEY (log_topic, log_partition, log_offset))""",
+            _BY_NAME["caml_obs_embeddings"].create(s),
+            _BY_NAME["caml_validations"].create(s),
+            _BY_NAME["caml_rep_events"].create(s),
+            _BY_NAME["caml_reputation"].create(s),
+            _BY_NAME["caml_deployments"].create(s),
+            _BY_NAME["caml_audit_log"].create(s),
             f"CREATE INDEX audit_day ON {s}.caml_audit_log (tenant, day, log_time, log_partition, log_offset)",
             f"CREATE INDEX audit_event ON {s}.caml_audit_log (tenant, event_id)",
-            f"""CREATE TABLE {s}.caml_merkle_roots (
-                day date NOT NULL, scope text NOT NULL, size bigint NOT NULL, root text NOT NULL,
-                computed_at bigint NOT NULL, PRIMARY KEY (day, scope, size, computed_at))""",
+            _BY_NAME["caml_merkle_roots"].create(s),
             # Append-only for everyone: a trigger (the owner could otherwise still edit rows).
             f"""CREATE FUNCTION {s}.audit_append_only() RETURNS trigger LANGUAGE plpgsql AS
                 $$ BEGIN RAISE EXCEPTION 'caml_audit_log is append-only'; END $$""",
