@@ -35,7 +35,7 @@ from contracts.positions import LogPosition, PositionError
 from contracts.topics import TopicNames
 from governance.kmms.units import is_sentence
 from projections.kmms.events import EP_COLUMNS, NODE_COLUMNS, fold_events
-from projections.read_models import DigestTable, copy_insert, schema_ddl, tenant_table
+from projections.read_models import DigestTable, Table, copy_insert, schema_ddl, tenant_table
 from projections.vectors import binary_types
 from projections.vectors import index_name as model_index_name
 from streams.records import LogRecord
@@ -66,25 +66,74 @@ def index_name(model: str) -> str:
     return "kmms_" + model_index_name(model)
 
 
+_TABLES = (
+    Table("kmms_episodes", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"),
+        ("episode_id", "text NOT NULL"), ("session_id", "text NOT NULL"), ("thread_id", "text NOT NULL"),
+        ("content_type", "text NOT NULL"), ("occurred_at", "bigint NOT NULL"), ("content", "text NOT NULL"),
+        ("content_hash", "text NOT NULL"), ("redacted", "text[] NOT NULL"), ("envelope_event_id", "text"),
+        ("event_id", "text NOT NULL"), ("logged_at", "bigint NOT NULL"), ("primary_entity", "text"),
+        ("primary_topic", "text"), ("entities", "text[] NOT NULL DEFAULT '{}'"),
+        ("topics", "text[] NOT NULL DEFAULT '{}'"), ("erased", "boolean NOT NULL DEFAULT false"),
+    ), ("tenant", "episode_id")),
+    Table("kmms_units", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"),
+        ("unit_id", "text NOT NULL"), ("episode_id", "text NOT NULL"), ("session_id", "text NOT NULL"),
+        ("thread_id", "text NOT NULL"), ("ordinal", "int NOT NULL"), ("text", "text NOT NULL"),
+        ("occurred_at", "bigint NOT NULL"), ("logged_at", "bigint NOT NULL"),
+        ("tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED"),
+        ("said", "text NOT NULL DEFAULT ''"),
+        ("said_tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('english', said)) STORED"),
+    ), ("tenant", "unit_id")),
+    Table("kmms_nodes", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"),
+        ("node_id", "text NOT NULL"), ("layer", "int NOT NULL"), ("entity", "text NOT NULL"),
+        ("topic", "text NOT NULL"), ("time_window", "text"), ("content", "text NOT NULL"), ("version", "int NOT NULL"),
+        ("supersedes", "text"), ("valid_from", "bigint NOT NULL"), ("event_time", "bigint NOT NULL"),
+        ("fact_key", "text"), ("fact_value", "text"), ("fact_type", "text"),
+        ("confidence", "double precision NOT NULL"), ("context", "text"), ("source_ids", "text[] NOT NULL"),
+        ("model", "text NOT NULL"), ("logged_at", "bigint NOT NULL"), ("last_verified", "bigint"),
+        ("status", "text NOT NULL DEFAULT 'CURRENT'"), ("superseded_by", "text"), ("valid_until", "bigint"),
+        ("strength", "double precision NOT NULL DEFAULT 1.0"), ("reinforcements", "int NOT NULL DEFAULT 0"),
+        ("flagged", "boolean NOT NULL DEFAULT false"), ("cues", "text NOT NULL DEFAULT ''"),
+        ("tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('english', cues || ' ' || content)) STORED"),
+    ), ("tenant", "node_id"),
+        # What an event writes (projections/kmms/events.py), then the state the folds keep.
+        digest_order=(*_NODE.split(", "), "status", "superseded_by", "valid_until", "strength", "reinforcements",
+                      "flagged")),
+    Table("kmms_l0", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"),
+        ("kind", "text NOT NULL"), ("term", "text NOT NULL"), ("entity_kind", "text"),
+        ("first_seen", "bigint NOT NULL"), ("episodes", "int NOT NULL"),
+    ), ("tenant", "claw_id", "scope", "kind", "term")),
+    Table("kmms_vectors", (
+        ("unit_id", "text NOT NULL"), ("model", "text NOT NULL"), ("tenant", "text NOT NULL"),
+        ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"), ("kind", "text NOT NULL"),
+        ("embedding", f"vector({DIM}) NOT NULL"), ("cause_partition", "int"), ("cause_offset", "bigint"),
+        ("voice", "text NOT NULL DEFAULT ''"),
+    ), ("tenant", "unit_id", "model"),
+        # A vector by the MD5 of its binary form: as text, 384 floats formatted a row, it was most of a digest's time.
+        digest_as=(("embedding", "md5(vector_send(embedding)) AS embedding"),),
+        digest_order=("tenant", "claw_id", "scope", "unit_id", "model", "kind", "voice", "cause_partition",
+                      "cause_offset", "embedding")),
+    Table("kmms_contradictions", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"),
+        ("event_id", "text NOT NULL"), ("old_node", "text NOT NULL"), ("new_node", "text NOT NULL"),
+        ("class", "text NOT NULL"), ("resolution", "text NOT NULL"), ("at", "bigint NOT NULL"),
+    ), ("tenant", "event_id")),
+    Table("kmms_erasures", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"),
+        ("event_id", "text NOT NULL"), ("erasure_id", "text NOT NULL"), ("envelope_event_id", "text"),
+        ("reason", "text"), ("erased_at", "bigint NOT NULL"), ("log_partition", "int NOT NULL"),
+        ("log_offset", "bigint NOT NULL"),
+    ), ("tenant", "event_id")),
+)  # fmt: skip
+_BY_NAME = {t.name: t for t in _TABLES}
+
+
 class KmmsProjection:
     name: str = "kmms"
-    tables: tuple[DigestTable, ...] = (
-        DigestTable("kmms_episodes", _EP + ", primary_entity, primary_topic, entities, topics, erased",
-                    "tenant, episode_id"),
-        DigestTable("kmms_units", "tenant, claw_id, scope, unit_id, episode_id, session_id, thread_id, ordinal, text, "
-                    "occurred_at, logged_at, said", "tenant, unit_id"),
-        DigestTable("kmms_nodes", _NODE + ", status, superseded_by, valid_until, strength, reinforcements, flagged",
-                    "tenant, node_id"),
-        DigestTable("kmms_l0", "tenant, claw_id, scope, kind, term, entity_kind, first_seen, episodes",
-                    "tenant, claw_id, scope, kind, term"),
-        # A vector by the MD5 of its binary form: as text, 384 floats formatted a row, it was most of a digest's time.
-        DigestTable("kmms_vectors", "tenant, claw_id, scope, unit_id, model, kind, voice, cause_partition, "
-                    "cause_offset, md5(vector_send(embedding)) AS embedding", "tenant, unit_id, model"),
-        DigestTable("kmms_contradictions", "tenant, claw_id, scope, event_id, old_node, new_node, class, resolution, "
-                    "at", "tenant, event_id"),
-        DigestTable("kmms_erasures", "tenant, claw_id, scope, event_id, erasure_id, envelope_event_id, reason, "
-                    "erased_at, log_partition, log_offset", "tenant, event_id"),
-    )  # fmt: skip
+    tables: tuple[DigestTable, ...] = tuple(t.digest() for t in _TABLES)
 
     def __init__(self) -> None:
         self._indexed: set[tuple[str, str]] = set()
@@ -96,56 +145,20 @@ class KmmsProjection:
         s = schema
         return [
             *schema_ddl(s),
-            f"""CREATE TABLE {s}.kmms_episodes (
-                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, episode_id text NOT NULL,
-                session_id text NOT NULL, thread_id text NOT NULL, content_type text NOT NULL,
-                occurred_at bigint NOT NULL, content text NOT NULL, content_hash text NOT NULL,
-                redacted text[] NOT NULL,
-                envelope_event_id text, event_id text NOT NULL, logged_at bigint NOT NULL,
-                primary_entity text, primary_topic text, entities text[] NOT NULL DEFAULT '{{}}',
-                topics text[] NOT NULL DEFAULT '{{}}', erased boolean NOT NULL DEFAULT false,
-                PRIMARY KEY (tenant, episode_id))""",
+            _BY_NAME["kmms_episodes"].create(s),
             f"CREATE INDEX kmms_ep_scope ON {s}.kmms_episodes (tenant, claw_id, scope, occurred_at)",
             f"CREATE INDEX kmms_ep_event ON {s}.kmms_episodes (tenant, envelope_event_id)",
-            f"""CREATE TABLE {s}.kmms_units (
-                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, unit_id text NOT NULL,
-                episode_id text NOT NULL, session_id text NOT NULL, thread_id text NOT NULL, ordinal int NOT NULL,
-                text text NOT NULL, occurred_at bigint NOT NULL, logged_at bigint NOT NULL,
-                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
-                said text NOT NULL DEFAULT '',
-                said_tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', said)) STORED,
-                PRIMARY KEY (tenant, unit_id))""",
+            _BY_NAME["kmms_units"].create(s),
             f"CREATE INDEX kmms_units_tsv ON {s}.kmms_units USING gin (tsv)",
             f"CREATE INDEX kmms_units_said_tsv ON {s}.kmms_units USING gin (said_tsv)",
             f"CREATE INDEX kmms_units_scope ON {s}.kmms_units (tenant, claw_id, scope, occurred_at)",
-            f"""CREATE TABLE {s}.kmms_nodes (
-                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, node_id text NOT NULL,
-                layer int NOT NULL, entity text NOT NULL, topic text NOT NULL, time_window text, content text NOT NULL,
-                version int NOT NULL, supersedes text, valid_from bigint NOT NULL, event_time bigint NOT NULL,
-                fact_key text, fact_value text, fact_type text, confidence double precision NOT NULL, context text,
-                source_ids text[] NOT NULL, model text NOT NULL, logged_at bigint NOT NULL, last_verified bigint,
-                status text NOT NULL DEFAULT 'CURRENT', superseded_by text, valid_until bigint,
-                strength double precision NOT NULL DEFAULT 1.0, reinforcements int NOT NULL DEFAULT 0,
-                flagged boolean NOT NULL DEFAULT false,
-                cues text NOT NULL DEFAULT '',
-                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', cues || ' ' || content)) STORED,
-                PRIMARY KEY (tenant, node_id))""",
+            _BY_NAME["kmms_nodes"].create(s),
             f"CREATE INDEX kmms_nodes_scope ON {s}.kmms_nodes (tenant, claw_id, scope, layer, entity)",
             f"CREATE INDEX kmms_nodes_tsv ON {s}.kmms_nodes USING gin (tsv)",
-            f"""CREATE TABLE {s}.kmms_l0 (
-                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, kind text NOT NULL,
-                term text NOT NULL, entity_kind text, first_seen bigint NOT NULL, episodes int NOT NULL,
-                PRIMARY KEY (tenant, claw_id, scope, kind, term))""",
-            f"""CREATE TABLE {s}.kmms_vectors (
-                unit_id text NOT NULL, model text NOT NULL, tenant text NOT NULL, claw_id text NOT NULL,
-                scope text NOT NULL, kind text NOT NULL, embedding vector({DIM}) NOT NULL,
-                cause_partition int, cause_offset bigint, voice text NOT NULL DEFAULT '',
-                PRIMARY KEY (tenant, unit_id, model))""",
+            _BY_NAME["kmms_l0"].create(s),
+            _BY_NAME["kmms_vectors"].create(s),
             f"CREATE INDEX kmms_vectors_scope ON {s}.kmms_vectors (tenant, claw_id, scope, model, kind)",
-            f"""CREATE TABLE {s}.kmms_contradictions (
-                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, event_id text NOT NULL,
-                old_node text NOT NULL, new_node text NOT NULL, class text NOT NULL, resolution text NOT NULL,
-                at bigint NOT NULL, PRIMARY KEY (tenant, event_id))""",
+            _BY_NAME["kmms_contradictions"].create(s),
             *[x for t in TABLES for x in tenant_table(s, t)],
             *self.erasures_ddl(s),
         ]
@@ -154,10 +167,7 @@ class KmmsProjection:
     def erasures_ddl(schema: str) -> list[str]:
         # Idempotent: migration 14 adds it to databases made before erasure existed.
         return [
-            f"""CREATE TABLE IF NOT EXISTS {schema}.kmms_erasures (
-                tenant text NOT NULL, claw_id text NOT NULL, scope text NOT NULL, event_id text NOT NULL,
-                erasure_id text NOT NULL, envelope_event_id text, reason text, erased_at bigint NOT NULL,
-                log_partition int NOT NULL, log_offset bigint NOT NULL, PRIMARY KEY (tenant, event_id))""",
+            _BY_NAME["kmms_erasures"].create(schema, if_not_exists=True),
             f"CREATE INDEX IF NOT EXISTS kmms_erasures_scope ON {schema}.kmms_erasures (tenant, claw_id, scope)",
             f"CREATE INDEX IF NOT EXISTS kmms_erasures_event ON {schema}.kmms_erasures (tenant, envelope_event_id)",
             f"DROP POLICY IF EXISTS tenant_isolation ON {schema}.kmms_erasures",
