@@ -8,22 +8,27 @@ import psycopg
 from contracts.avro import decode_envelope
 from contracts.models import CapabilitiesPayload, IdentityPayload, PresencePayload
 from contracts.topics import TopicNames
-from projections.read_models import DigestTable, schema_ddl, tenant_table
+from projections.read_models import DigestTable, Table, schema_ddl, tenant_table
 from streams.records import LogRecord
+
+_TABLES = (
+    Table("claws", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("instance_id", "text NOT NULL"), ("status", "text"),
+        ("healthy", "boolean"), ("ttl_seconds", "int"), ("agent_version", "text"),
+        ("capabilities", "text[] NOT NULL DEFAULT '{}'"), ("first_seen", "bigint NOT NULL"), ("last_seen", "bigint"),
+        ("capabilities_at", "bigint"),
+    ), ("tenant", "claw_id")),
+    Table("keys", (
+        ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("key_id", "text NOT NULL"), ("public_key", "bytea"),
+        ("replaces", "text"), ("registered_at", "bigint"), ("revoked_at", "bigint"),
+    ), ("tenant", "claw_id", "key_id")),
+)  # fmt: skip
+_BY_NAME = {t.name: t for t in _TABLES}
 
 
 class ClawsProjection:
     name: str = "claws"
-    tables: tuple[DigestTable, ...] = (
-        DigestTable(
-            "claws",
-            "tenant, claw_id, instance_id, status, healthy, ttl_seconds, agent_version, capabilities, "
-            "first_seen, last_seen, capabilities_at",
-            "tenant, claw_id",
-        ),
-        DigestTable("keys", "tenant, claw_id, key_id, public_key, replaces, registered_at, revoked_at",
-                    "tenant, claw_id, key_id"),
-    )  # fmt: skip
+    tables: tuple[DigestTable, ...] = tuple(t.digest() for t in _TABLES)
 
     def topics(self, names: TopicNames) -> list[str]:
         return [names.accepted("presence"), names.accepted("capabilities"), names.accepted("identity")]
@@ -31,19 +36,7 @@ class ClawsProjection:
     def ddl(self, schema: str) -> list[str]:
         return [
             *schema_ddl(schema),
-            f"""CREATE TABLE {schema}.claws (
-                tenant text NOT NULL,
-                claw_id text NOT NULL,
-                instance_id text NOT NULL,
-                status text,
-                healthy boolean,
-                ttl_seconds int,
-                agent_version text,
-                capabilities text[] NOT NULL DEFAULT '{{}}',
-                first_seen bigint NOT NULL,
-                last_seen bigint,
-                capabilities_at bigint,
-                PRIMARY KEY (tenant, claw_id))""",
+            _BY_NAME["claws"].create(schema),
             f"CREATE INDEX claws_capabilities ON {schema}.claws USING gin (capabilities)",
             *tenant_table(schema, "claws"),
             *self.keys_ddl(schema),
@@ -53,15 +46,7 @@ class ClawsProjection:
     def keys_ddl(schema: str) -> list[str]:
         # Idempotent: migration 5 adds it to databases made before keys existed.
         return [
-            f"""CREATE TABLE IF NOT EXISTS {schema}.keys (
-                tenant text NOT NULL,
-                claw_id text NOT NULL,
-                key_id text NOT NULL,
-                public_key bytea,
-                replaces text,
-                registered_at bigint,
-                revoked_at bigint,
-                PRIMARY KEY (tenant, claw_id, key_id))""",
+            _BY_NAME["keys"].create(schema, if_not_exists=True),
             f"DROP POLICY IF EXISTS tenant_isolation ON {schema}.keys",
             *tenant_table(schema, "keys"),
         ]
