@@ -13,21 +13,29 @@ from contracts.header_bytes import read_header
 from contracts.topics import TopicNames
 from governance.identity import Verifier
 from governance.signing import verify_system_output
-from projections.read_models import DigestTable, copy_insert, schema_ddl, tenant_table
+from projections.read_models import DigestTable, Table, copy_insert, schema_ddl, tenant_table
 from streams.records import LogRecord
 
 SYSTEM_OUTPUTS = ("decision", "fact")  # written by the governance processor, checked against its key
 SYSTEM_TENANT = "_system"  # rows whose tenant could not be read (garbage bytes)
-_COLUMNS = ("tenant, source_topic, source_partition, source_offset, outcome, reason_code, detail, "
-            "type, trace_id, claw_id, instance_id, idempotency_key, event_id, envelope_ts, log_time, "
-            "output_topic, output_partition, output_offset, stage")  # fmt: skip
+
+_EVENTS = Table(
+    "events", (
+        ("tenant", "text NOT NULL"), ("source_topic", "text NOT NULL"), ("source_partition", "int NOT NULL"),
+        ("source_offset", "bigint NOT NULL"), ("outcome", "text NOT NULL CHECK (outcome IN ('ACCEPTED', 'REJECTED'))"),
+        ("reason_code", "text"), ("detail", "text"), ("type", "text"), ("trace_id", "text"), ("claw_id", "text"),
+        ("instance_id", "text"), ("idempotency_key", "text"), ("event_id", "text"), ("envelope_ts", "bigint"),
+        ("log_time", "bigint NOT NULL"), ("output_topic", "text NOT NULL"), ("output_partition", "int NOT NULL"),
+        ("output_offset", "bigint NOT NULL"), ("stage", "text"),
+        ("projected_at", "timestamptz NOT NULL DEFAULT clock_timestamp()"),
+    ), ("source_topic", "source_partition", "source_offset"), wall_clock=("projected_at",),
+)  # fmt: skip
+_COLUMNS = _EVENTS.names
 
 
 class AuditProjection:
     name: str = "audit"
-    tables: tuple[DigestTable, ...] = (
-        DigestTable("events", _COLUMNS, "source_topic, source_partition, source_offset", wall_clock=("projected_at",)),
-    )
+    tables: tuple[DigestTable, ...] = (_EVENTS.digest(),)
 
     def __init__(self, extra_topics: tuple[str, ...] = (), output_verifier: Verifier | None = None) -> None:
         self._extra = extra_topics
@@ -41,28 +49,7 @@ class AuditProjection:
     def ddl(self, schema: str) -> list[str]:
         return [
             *schema_ddl(schema),
-            f"""CREATE TABLE {schema}.events (
-                tenant text NOT NULL,
-                source_topic text NOT NULL,
-                source_partition int NOT NULL,
-                source_offset bigint NOT NULL,
-                outcome text NOT NULL CHECK (outcome IN ('ACCEPTED', 'REJECTED')),
-                reason_code text,
-                detail text,
-                type text,
-                trace_id text,
-                claw_id text,
-                instance_id text,
-                idempotency_key text,
-                event_id text,
-                envelope_ts bigint,
-                log_time bigint NOT NULL,
-                output_topic text NOT NULL,
-                output_partition int NOT NULL,
-                output_offset bigint NOT NULL,
-                stage text,
-                projected_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-                PRIMARY KEY (source_topic, source_partition, source_offset))""",
+            _EVENTS.create(schema),
             f"CREATE INDEX events_trace ON {schema}.events (tenant, trace_id)",
             # Why a write was refused, looked up by its eventId (KMMS, CAML, KMP, KSTAR write paths); only
             # refusals are in it, so an accepted record costs no entry here (migration 21).
