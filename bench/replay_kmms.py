@@ -32,10 +32,9 @@ from contracts.kmms_records import (
     encode_kmms,
 )
 from contracts.positions import LogPosition
-from contracts.topics import DEFAULT_PARTITIONS
+from contracts.topics import DEFAULT_PARTITIONS, key_partition
 from governance.kmms.units import sentences_of, units_of
 from hivemem.settings import Settings
-from processors.kmms.core import partition_of
 
 MEMORIES = 300
 MODEL = "bench-minilm"
@@ -96,7 +95,7 @@ class _Writer:
     def session(self, m: int, at: int) -> Iterator[tuple[str, int, bytes, KmmsRecord]]:
         rng, who = self.rng, ("acme", f"claw-{m % 10}", f"user-{m}")
         key = f"{who[0]}/{who[1]}/{who[2]}".encode()
-        part = partition_of(key)
+        part = key_partition(key)
         base = {"tenant": who[0], "claw_id": who[1], "scope": who[2], "at": at}
         s = self.sessions[m]
         self.sessions[m] += 1

@@ -147,6 +147,11 @@ def memory_partition(tenant: str, claw_id: str, user_id: str, partitions: int = 
     return zlib.crc32(f"{tenant}/{claw_id}/{user_id}".encode()) % partitions
 
 
+def key_partition(key: bytes, partitions: int = DEFAULT_PARTITIONS) -> int:
+    """The partition of a record a processor writes under ``key`` (its events, audit rows and embeddings)."""
+    return zlib.crc32(key) % partitions
+
+
 def partition_key(tenant: str, aggregate_id: str) -> bytes:
     """Message key: tenant plus aggregate id, UTF-8 (DESIGN: external contract)."""
     return f"{tenant}/{aggregate_id}".encode()

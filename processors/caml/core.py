@@ -17,14 +17,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from contracts.avro import decode_envelope
 from contracts.caml_records import CamlEvent, decode_caml, encode_caml
 from contracts.models import Envelope, ObservationPayload, ValidationPayload
-from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from contracts.topics import TopicNames, key_partition
 from governance.caml.engine import CamlEngine, CamlState, Judged, Outcome, Scanner
 from governance.caml.reputation import ReputationConfig
 from governance.refusals import RecordMeta
@@ -37,10 +36,6 @@ from streams.records import LogRecord, OutRecord
 NAME = "caml-processor"  # its offsets, outbox, lock and progress; the read model is "caml"
 STAGE = "caml"  # the stage named in its refusals
 log = logging.getLogger("hivemem.caml")
-
-
-def partition_of(key: bytes) -> int:
-    return zlib.crc32(key) % DEFAULT_PARTITIONS
 
 
 def event_key(ev: CamlEvent) -> bytes:
@@ -95,9 +90,9 @@ class CamlCore:
         for ev in o.events:
             key = event_key(ev)
             topic = self.names.caml_status if ev.kind.startswith("DEPLOYMENT_") else self.names.caml_events
-            outs.append(OutRecord(topic, partition_of(key), key, encode_caml(ev)))
+            outs.append(OutRecord(topic, key_partition(key), key, encode_caml(ev)))
         akey = f"{o.audit.tenant}/claw:{o.audit.claw_id}".encode()
-        outs.append(OutRecord(self.names.caml_audit, partition_of(akey), akey, encode_caml(o.audit)))
+        outs.append(OutRecord(self.names.caml_audit, key_partition(akey), akey, encode_caml(o.audit)))
         if o.refusal is not None:
             outs.append(self._rejected(rec, env, o.refusal.code, o.refusal.detail))
         return outs

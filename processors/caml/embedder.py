@@ -13,12 +13,11 @@ configured model's (seed 004's switch rule: never two models in one index).
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Sequence
 
 from contracts.caml_records import CamlEmbedding, CamlEvent, decode_caml, encode_caml
 from contracts.consumers import embedder_name
-from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from contracts.topics import TopicNames, key_partition
 from inference.embeddings import Embedder
 from processors.embedder_base import StatelessEmbedder, embed_or_outage
 from streams.records import LogRecord, OutRecord
@@ -70,6 +69,6 @@ class EmbedderProcessor(StatelessEmbedder):
             key = f"{ev.tenant}/observation:{oid}|{self.embedder.model_id}".encode()
             out = CamlEmbedding(observation_id=oid, tenant=ev.tenant, model=self.embedder.model_id,
                                 vector=[float(x) for x in vec], source=str(rec.position))  # fmt: skip
-            outs.append(OutRecord(self.names.caml_embeddings, zlib.crc32(key) % DEFAULT_PARTITIONS, key,
+            outs.append(OutRecord(self.names.caml_embeddings, key_partition(key), key,
                                   encode_caml(out)))  # fmt: skip
         return outs

@@ -14,24 +14,21 @@ from __future__ import annotations
 
 import json
 import uuid
-import zlib
 from collections.abc import Sequence
 from typing import Protocol
 
 from contracts.clam_records import ClamEvent, encode_clam
 from contracts.models import ClamPayload
-from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from contracts.topics import TopicNames, key_partition
 from governance.clam.config import ClamConfig
 from governance.clam.critic import critique_local
 from governance.clam.learn import CriticFn, Happened, Mind, Perceiver, learn, node_wire
 from governance.clam.nodes import MemoryNode
 from governance.clam.perceiver import perceive_local
 from governance.clam.triples import Triple
-from processors.accepted import decode_accepted
-from processors.refusals import stage_rejection
+from processors.accepted import AcceptedStage, decode_accepted
 from streams.driver import ProcessorDriver
 from streams.offsets import Conn
-from streams.processor import PROCESSING_ERROR, Failure
 from streams.records import LogRecord, OutRecord
 
 NAME = "clam-processor"
@@ -106,24 +103,22 @@ def clam_event_id(source: str, seq: int) -> str:
     return str(uuid.uuid5(_NS, f"{source}#{seq}"))
 
 
-class ClamProcessor:
+class ClamProcessor(AcceptedStage[MindStore]):
     # State per claw (its mind), read and written per batch in Postgres; a claw's records share a partition
     # (their key), so its partitions may be split over instances (streams.group, HIVEMEM_INSTANCE).
     parallel = True
     name = NAME
+    accepted = stage = STAGE
 
     def __init__(self, names: TopicNames, config: ClamConfig | None = None, store: MindStore | None = None,
                  perceive: Perceiver = perceive_local, critic: CriticFn = critique_local) -> None:  # fmt: skip
         self.names = names
         self.config = config or ClamConfig()
-        self.store: MindStore = store or InMemoryMinds()
+        self.store = store or InMemoryMinds()
         self.perceive, self.critic = perceive, critic
 
-    def input_topics(self) -> list[str]:
-        return [self.names.accepted("clam")]
-
-    def open(self, conn: Conn) -> None:
-        self.store = PostgresMinds(conn)
+    def postgres(self, conn: Conn) -> MindStore:
+        return PostgresMinds(conn)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
         decoded = decode_accepted(records, ClamPayload, "clam")
@@ -149,10 +144,7 @@ class ClamProcessor:
                        concept_id=h.concept_id,
                        data=json.dumps(h.data, sort_keys=True, ensure_ascii=False))  # fmt: skip
         key = f"{tenant}/clam:{claw_id}".encode()
-        return OutRecord(self.names.clam_events, zlib.crc32(key) % DEFAULT_PARTITIONS, key, encode_clam(ev))
-
-    def refuse(self, failure: Failure) -> list[OutRecord]:
-        return [stage_rejection(self.names, STAGE, failure.record, PROCESSING_ERROR, failure.detail)]
+        return OutRecord(self.names.clam_events, key_partition(key), key, encode_clam(ev))
 
 
 class ClamDriver(ProcessorDriver):

@@ -16,7 +16,6 @@ judged, is refused MEMORY_ERASED, so nothing told before an erasure comes back.
 from __future__ import annotations
 
 import uuid
-import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Protocol
@@ -24,7 +23,7 @@ from typing import Protocol
 from contracts.avro import decode_envelope
 from contracts.kmms_records import KmmsEpisode, KmmsEvent, KmmsTurn, encode_kmms
 from contracts.models import Envelope, EpisodePayload, ErasurePayload
-from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from contracts.topics import TopicNames, key_partition
 from governance.kmms.episodes import EpisodeRefusal, MemoryScope, PiiPolicy, StoredEpisode, judge
 from processors.refusals import stage_rejection
 from streams.offsets import Conn
@@ -34,10 +33,6 @@ from streams.records import LogRecord, OutRecord
 NAME = "kmms-processor"
 STAGE = "kmms"
 _NS = uuid.UUID("6d1f0c4e-5b7a-4a51-9d0e-2b8f3c9a7e10")
-
-
-def partition_of(key: bytes) -> int:
-    return zlib.crc32(key) % DEFAULT_PARTITIONS
 
 
 def forgotten(key: str) -> bool:
@@ -52,7 +47,7 @@ def kmms_event_id(source: str, role: str) -> str:
 
 def kmms_out(names: TopicNames, ev: KmmsEvent) -> OutRecord:
     key = f"{ev.tenant}/{ev.claw_id}/{ev.scope}".encode()
-    return OutRecord(names.kmms_events, partition_of(key), key, encode_kmms(ev))
+    return OutRecord(names.kmms_events, key_partition(key), key, encode_kmms(ev))
 
 
 class SeenStore(Protocol):

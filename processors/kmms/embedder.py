@@ -13,12 +13,11 @@ reply), the first stage's prior.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 
 from contracts.consumers import kmms_embedder_name
 from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms, encode_kmms
-from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from contracts.topics import TopicNames, key_partition
 from governance.kmms.phrasing import embedding_text, fact_sentence
 from governance.kmms.units import sentences_of, units_of
 from governance.kmms.voice import Voice, sentence_voice, unit_voice
@@ -75,6 +74,6 @@ class KmmsEmbedderProcessor(StatelessEmbedder):
             key = f"{ev.tenant}/{unit}|{model}".encode()
             out = KmmsEmbedding(unit_id=unit, tenant=ev.tenant, claw_id=ev.claw_id, scope=ev.scope, model=model,
                                 vector=[float(x) for x in vec], source=str(rec.position), voice=voice)  # fmt: skip
-            outs.append(OutRecord(self.names.kmms_embeddings, zlib.crc32(key) % DEFAULT_PARTITIONS, key,
+            outs.append(OutRecord(self.names.kmms_embeddings, key_partition(key), key,
                                   encode_kmms(out)))  # fmt: skip
         return outs

@@ -10,19 +10,16 @@ judged against exactly what was logged before it. All of an about's writes share
 from __future__ import annotations
 
 import uuid
-import zlib
 from collections.abc import Sequence
 from typing import Protocol
 
 from contracts.kmp_records import KmpEvent, KmpGrade, encode_kmp
 from contracts.models import KmpIngestPayload
-from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from contracts.topics import TopicNames, key_partition
 from governance.kmp.ingest import IngestRefusal, KnownRefs, ingest_ref, judge, split_ref
-from processors.accepted import decode_accepted
-from processors.refusals import stage_rejection
+from processors.accepted import AcceptedStage, decode_accepted
 from streams.driver import ProcessorDriver
 from streams.offsets import Conn
-from streams.processor import PROCESSING_ERROR, Failure
 from streams.records import LogRecord, OutRecord
 
 NAME = "kmp-processor"
@@ -103,21 +100,19 @@ def kmp_event_id(source: str) -> str:
     return str(uuid.uuid5(_NS, source))
 
 
-class KmpProcessor:
+class KmpProcessor(AcceptedStage[RefStore]):
     # State per case (tenant, about), read and written per batch in Postgres; a case's ingests share a
     # partition (their key), so its partitions may be split over instances (streams.group, HIVEMEM_INSTANCE).
     parallel = True
     name = NAME
+    accepted, stage = "kmp_ingest", STAGE
 
     def __init__(self, names: TopicNames, store: RefStore | None = None) -> None:
         self.names = names
-        self.store: RefStore = store or InMemoryRefs()
+        self.store = store or InMemoryRefs()
 
-    def input_topics(self) -> list[str]:
-        return [self.names.accepted("kmp_ingest")]
-
-    def open(self, conn: Conn) -> None:
-        self.store = PostgresRefs(conn)
+    def postgres(self, conn: Conn) -> RefStore:
+        return PostgresRefs(conn)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
         decoded = decode_accepted(records, KmpIngestPayload, "kmp")
@@ -135,7 +130,7 @@ class KmpProcessor:
             about = (env.tenant, p.about)
             verdict = judge(p, KnownRefs(held[about][0], held[about][1]))
             if isinstance(verdict, IngestRefusal):
-                outs.append(self._rejected(rec, verdict.code, verdict.detail))
+                outs.append(self.rejected(rec, verdict.code, verdict.detail))
                 continue
             held[about][0].update(verdict.new_refs)
             held[about][1].update(verdict.new_dimensions)
@@ -148,16 +143,10 @@ class KmpProcessor:
                                             for g in verdict.grades],
                           context_seen=verdict.context_seen)  # fmt: skip
             key = f"{env.tenant}/about:{p.about}".encode()
-            outs.append(OutRecord(self.names.kmp_events, zlib.crc32(key) % DEFAULT_PARTITIONS, key, encode_kmp(ev)))
+            outs.append(OutRecord(self.names.kmp_events, key_partition(key), key, encode_kmp(ev)))
         if added:
             self.store.add(added)
         return outs
-
-    def _rejected(self, rec: LogRecord, code: str, detail: str) -> OutRecord:
-        return stage_rejection(self.names, STAGE, rec, code, detail)
-
-    def refuse(self, failure: Failure) -> list[OutRecord]:
-        return [self._rejected(failure.record, PROCESSING_ERROR, failure.detail)]
 
 
 class KmpDriver(ProcessorDriver):

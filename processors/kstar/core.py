@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,17 +19,15 @@ from typing import Any, Protocol
 
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from contracts.avro import decode_envelope
 from contracts.kstar_records import KstarEvent, encode_kstar
 from contracts.models import KstarPayload
-from contracts.topics import DEFAULT_PARTITIONS, TopicNames
+from contracts.topics import TopicNames, key_partition
 from governance.kstar.apply import REGISTRY_KINDS, Held, MemoryView, OpContext, Outcome, decide
 from governance.kstar.records import KstarRefusal
 from governance.kstar.tokens import issuer_key
-from processors.refusals import stage_rejection
+from processors.accepted import AcceptedStage, decode_accepted
 from streams.driver import ProcessorDriver
 from streams.offsets import Conn
-from streams.processor import PROCESSING_ERROR, Failure
 from streams.records import LogRecord, OutRecord
 
 NAME = "kstar-processor"
@@ -170,39 +167,33 @@ def _issuer_public(secret: bytes, tenant: str, claw_id: str) -> str:
     return base64.b64encode(raw).decode()
 
 
-class KstarProcessor:
+class KstarProcessor(AcceptedStage[KstarState]):
     # State per memory (tenant, memory), read and written per batch in Postgres; a memory's operations share a
     # partition (their key), so its partitions may be split over instances (streams.group, HIVEMEM_INSTANCE).
     parallel = True
     name = NAME
+    accepted = stage = STAGE
 
-    def __init__(self, names: TopicNames, token_secret: bytes, state: KstarState | None = None) -> None:
+    def __init__(self, names: TopicNames, token_secret: bytes, store: KstarState | None = None) -> None:
         self.names = names
         self.secret = token_secret
-        self.state: KstarState = state or InMemoryState()
+        self.store = store or InMemoryState()
 
-    def input_topics(self) -> list[str]:
-        return [self.names.accepted("kstar")]
-
-    def open(self, conn: Conn) -> None:
-        self.state = PostgresState(conn)
+    def postgres(self, conn: Conn) -> KstarState:
+        return PostgresState(conn)
 
     def own_issuer(self, tenant: str, claw_id: str, signer_key: str) -> bool:
         return _issuer_public(self.secret, tenant, claw_id) == signer_key
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
-        decoded = []
+        decoded = decode_accepted(records, KstarPayload, "kstar")
         wanted: dict[Mem, Wanted] = {}
-        for rec in records:
-            env = decode_envelope(rec.value or b"")
-            if not isinstance(env.payload, KstarPayload):
-                raise ValueError(f"kstar cannot take a {env.type} envelope")
-            decoded.append((rec, env, env.payload))
-            w = wanted.setdefault((env.tenant, env.payload.memory), Wanted(set(), set()))
-            keys, names = _wanted_of(env.payload)
+        for _, env, p in decoded:
+            w = wanted.setdefault((env.tenant, p.memory), Wanted(set(), set()))
+            keys, names = _wanted_of(p)
             w.keys.update(keys)
             w.skill_names.update(names)
-        views = self.state.load(wanted) if wanted else {}
+        views = self.store.load(wanted) if wanted else {}
         outs: list[OutRecord] = []
         pending: list[StateRow] = []
         for rec, env, p in decoded:
@@ -211,12 +202,12 @@ class KstarProcessor:
             try:
                 outcome = decide(p, views[mem], ctx)
             except KstarRefusal as refusal:
-                outs.append(stage_rejection(self.names, STAGE, rec, refusal.code, refusal.detail))
+                outs.append(self.rejected(rec, refusal.code, refusal.detail))
                 continue
             if outcome.change == "FORGOTTEN":
-                self.state.put(pending)  # the forget must see what this batch stored before it
+                self.store.put(pending)  # the forget must see what this batch stored before it
                 pending = []
-                self.state.forget(mem, outcome.forget_kinds)
+                self.store.forget(mem, outcome.forget_kinds)
                 views[mem].drop(outcome.forget_kinds)
             elif outcome.change == "STORED" and outcome.doc is not None:
                 row = StateRow(env.tenant, p.memory, outcome.kind, outcome.record_id, outcome.name, outcome.doc,
@@ -224,7 +215,7 @@ class KstarProcessor:
                 _hold(views[mem], row)
                 pending.append(row)
             outs.append(self._event(rec, env.tenant, env.claw_id, env.trace_id, env.event_id, p, outcome))
-        self.state.put(pending)
+        self.store.put(pending)
         return outs
 
     def _event(self, rec: LogRecord, tenant: str, claw_id: str, trace_id: str, envelope_event_id: str,
@@ -238,10 +229,7 @@ class KstarProcessor:
                         record_time=o.record_time, origin=p.origin, origin_ref=p.origin_ref,
                         forget_kinds=list(o.forget_kinds))  # fmt: skip
         key = f"{tenant}/kstar:{p.memory}".encode()
-        return OutRecord(self.names.kstar_events, zlib.crc32(key) % DEFAULT_PARTITIONS, key, encode_kstar(ev))
-
-    def refuse(self, failure: Failure) -> list[OutRecord]:
-        return [stage_rejection(self.names, STAGE, failure.record, PROCESSING_ERROR, failure.detail)]
+        return OutRecord(self.names.kstar_events, key_partition(key), key, encode_kstar(ev))
 
 
 class KstarDriver(ProcessorDriver):

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-import zlib
 from collections import Counter
 from collections.abc import Sequence
 
 from contracts.avro import decode_envelope, encode_rejection, registry
 from contracts.models import DecisionPayload, Envelope, FactPayload, Rejection
 from contracts.positions import LogPosition
-from contracts.topics import DEFAULT_PARTITIONS, TopicNames, partition_key, tenant_partition
+from contracts.topics import TopicNames, key_partition, partition_key, tenant_partition
 from governance.refusals import InboundRecord, RecordMeta, Reject, derived_event_id, rejection
 from governance.signing import SYSTEM_CLAW, Signer, encode_signed
 from governance.votes.voting import DecisionOut, FactOut, GovernanceState, Output, Ref, Refusal, VotingConfig
@@ -35,10 +34,6 @@ NAME = "governance-processor"  # its offsets, outbox, lock and progress; the rea
 INPUT_TYPES = ("presence", "proposal", "vote")  # also the order a batch is applied in
 _NS = uuid.UUID("0f7f1f64-4a8e-4c1b-9a55-3d0c7f4e2b11")
 log = logging.getLogger("hivemem.governance")
-
-
-def output_partition(key: bytes) -> int:
-    return zlib.crc32(key) % DEFAULT_PARTITIONS
 
 
 class GovernanceCore:
@@ -74,7 +69,7 @@ class GovernanceCore:
             env = self._envelope("fact", o.tenant, o.trace_id, o.payload.valid_from,
                                  f"fact:{o.payload.fact_key}:v{o.payload.version}", o.payload)  # fmt: skip
         key = partition_key(env.tenant, env.aggregate)
-        return OutRecord(self.names.inbound(env.type), output_partition(key), key, encode_signed(env, self.signer))
+        return OutRecord(self.names.inbound(env.type), key_partition(key), key, encode_signed(env, self.signer))
 
     def _envelope(self, kind: str, tenant: str, trace_id: str, at: int, idem: str,
                   payload: DecisionPayload | FactPayload) -> Envelope:  # fmt: skip
