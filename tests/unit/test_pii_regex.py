@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -196,20 +194,6 @@ def test_text_without_digits_or_at_signs_is_clean(text: str) -> None:
 @given(st.from_regex(r"[2-9][0-9]{3} [0-9]{4} [0-9]{4}", fullmatch=True))
 def test_any_spaced_12_digit_aadhaar_shape_hits(number: str) -> None:
     assert scan(f"doc {number} end").hits == (AADHAAR,)
-
-
-def test_stage1_cost_on_a_clean_observation() -> None:
-    text = ("The logistics team in Pune noticed that invoices routed through the SAP connector were duplicated when "
-            "the nightly batch overlapped with the quarter-end close; the vendor confirmed that the retry policy "
-            "doubled submissions in Q3 2024. Regulation 14(b) requires manual review above 50,000 INR.")  # fmt: skip
-    for _ in range(50):
-        scan(text)
-    n = 500
-    t0 = time.perf_counter()
-    for _ in range(n):
-        scan(text)
-    per_text_ms = (time.perf_counter() - t0) / n * 1000
-    assert per_text_ms < 2.0  # the seed's ~2 ms; the bench reports the real figure (~0.03 ms)
 
 
 def test_redact_replaces_each_hit_by_its_category_and_keeps_the_rest() -> None:
