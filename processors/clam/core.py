@@ -121,7 +121,7 @@ class ClamProcessor(AcceptedStage[MindStore]):
         return PostgresMinds(conn)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
-        decoded = decode_accepted(records, ClamPayload, "clam")
+        decoded = decode_accepted(records, ClamPayload, self.stage)
         claws = sorted({(env.tenant, env.claw_id) for _, env, _ in decoded})
         minds = self.store.load(claws) if claws else {}
         before = {c: Mind(dict(m.stm), dict(m.ltm_terms), dict(m.graph)) for c, m in minds.items()}

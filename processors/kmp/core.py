@@ -115,7 +115,7 @@ class KmpProcessor(AcceptedStage[RefStore]):
         return PostgresRefs(conn)
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
-        decoded = decode_accepted(records, KmpIngestPayload, "kmp")
+        decoded = decode_accepted(records, KmpIngestPayload, self.stage)
         # One read for the batch, of the refs it names; refs accepted earlier in the batch count for later records.
         wanted: Wanted = {}
         for _, env, p in decoded:

@@ -186,7 +186,7 @@ class KstarProcessor(AcceptedStage[KstarState]):
         return _issuer_public(self.secret, tenant, claw_id) == signer_key
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
-        decoded = decode_accepted(records, KstarPayload, "kstar")
+        decoded = decode_accepted(records, KstarPayload, self.stage)
         wanted: dict[Mem, Wanted] = {}
         for _, env, p in decoded:
             w = wanted.setdefault((env.tenant, p.memory), Wanted(set(), set()))
