@@ -43,8 +43,6 @@ from streams.records import LogRecord
 Cur = psycopg.Cursor[tuple[object, ...]]
 DIM = 384
 _EP, _NODE = EP_COLUMNS, NODE_COLUMNS
-TABLES = ("kmms_episodes", "kmms_units", "kmms_nodes", "kmms_l0", "kmms_vectors", "kmms_contradictions")
-ERASED = (*TABLES, "kmms_erasures")  # the erasures table came with migration 14
 Who = tuple[str, str, str]  # tenant, claw, scope: one memory
 
 
@@ -129,6 +127,9 @@ _TABLES = (
     ), ("tenant", "event_id")),
 )  # fmt: skip
 _BY_NAME = {t.name: t for t in _TABLES}
+# The tables of a memory's content: an erasure deletes its rows from them. kmms_erasures, the record of the
+# erasures, came with migration 14 and has its own idempotent DDL (erasures_ddl).
+TABLES = tuple(t.name for t in _TABLES if t.name != "kmms_erasures")
 
 
 class KmmsProjection:
