@@ -23,6 +23,7 @@ from projections.kmms.migrations import (
     kmms_erasure_migration,
     kmms_migration,
     kmms_said_text_migration,
+    kmms_term_counts_migration,
     kmms_text_matches_migration,
     kmms_vector_voice_migration,
     kmms_vectors_tenant_key_migration,
@@ -180,6 +181,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (26, "kmms: each vector's voice", kmms_vector_voice_migration),
     (27, "kmms: each unit's words said by its owner, with a full-text vector", kmms_said_text_migration),
     (28, "governance processor: each claw's heartbeat history", lambda: _PRESENCE_HISTORY),
+    (29, "kmms: BM25's lengths stored, full-text candidates with only the query's terms", kmms_term_counts_migration),
 ]  # fmt: skip
 
 

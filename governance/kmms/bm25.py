@@ -5,7 +5,7 @@ needs (one missing word must not drop a hit), a unit matching "I" and "did" rank
 the rare word the question is about. So the candidates (units of the memory holding at least one of
 the query's lexemes) are ranked here: idf from their document frequencies among the candidates,
 term frequency from each ``tsvector``'s positions, length in lexemes (Postgres's ``length(tsv)``,
-the measure the memory's average is taken in). Reading Postgres's ``tsvector`` / ``tsquery`` text and
+the measure the memory's average is taken in). Counting the terms in a ``tsvector``, reading a ``tsquery``'s text and
 writing a ``tsquery`` is SQL's business: ``projections.kmms.sql``.
 """
 
@@ -25,14 +25,14 @@ def bm25(terms: Sequence[str], docs: Iterable[tuple[str, Mapping[str, int], int]
     df = {t: sum(1 for _, tf, _ in rows if t in tf) for t in terms}
     n = max(total_docs, len(rows), 1)
     avg = avg_len if avg_len > 0 else 1.0
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
     scored = []
     for doc_id, tf, length in rows:
         s = 0.0
         for t in terms:
             f = tf.get(t, 0)
             if f:
-                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                s += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * length / avg))
+                s += idf[t] * f * (K1 + 1) / (f + K1 * (1 - B + B * length / avg))
         scored.append((doc_id, s))
     return sorted(scored, key=lambda x: (-x[1], x[0]))
 

@@ -82,6 +82,9 @@ _TABLES = (
         ("tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED"),
         ("said", "text NOT NULL DEFAULT ''"),
         ("said_tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('english', said)) STORED"),
+        # Their lengths in lexemes, BM25's document lengths: read without reading the tsvectors (migration 29).
+        ("lexemes", "int GENERATED ALWAYS AS (length(to_tsvector('english', text))) STORED"),
+        ("said_lexemes", "int GENERATED ALWAYS AS (length(to_tsvector('english', said))) STORED"),
     ), ("tenant", "unit_id")),
     Table("kmms_nodes", (
         ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"),
@@ -95,6 +98,7 @@ _TABLES = (
         ("strength", "double precision NOT NULL DEFAULT 1.0"), ("reinforcements", "int NOT NULL DEFAULT 0"),
         ("flagged", "boolean NOT NULL DEFAULT false"), ("cues", "text NOT NULL DEFAULT ''"),
         ("tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('english', cues || ' ' || content)) STORED"),
+        ("lexemes", "int GENERATED ALWAYS AS (length(to_tsvector('english', cues || ' ' || content))) STORED"),
     ), ("tenant", "node_id"),
         # What an event writes (projections/kmms/events.py), then the state the folds keep.
         digest_order=(*_NODE.split(", "), "status", "superseded_by", "valid_until", "strength", "reinforcements",

@@ -25,6 +25,7 @@ from projections.kmms.sql import (
     FAMILY,
     FEEDBACK_MEAN,
     FEEDBACK_SIMILARITIES,
+    QUERY_TERMS,
     UNIT_SIMILARITIES,
     VOICED,
     Conn,
@@ -298,8 +299,8 @@ async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float, int,
     if "stats" in p:  # read already by this search (``unit_candidates``)
         return p["stats"]  # type: ignore[no-any-return]
     return await bm25_stats(conn, p, "units", (
-        "SELECT count(*), coalesce(avg(length(u.tsv)), 1), count(*) FILTER (WHERE u.said <> ''), "
-        "coalesce(avg(length(u.said_tsv)) FILTER (WHERE u.said <> ''), 1) FROM kmms.kmms_units u WHERE "
+        "SELECT count(*), coalesce(avg(u.lexemes), 1), count(*) FILTER (WHERE u.said <> ''), "
+        "coalesce(avg(u.said_lexemes) FILTER (WHERE u.said <> ''), 1) FROM kmms.kmms_units u WHERE "
         "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"))  # fmt: skip
 
 
@@ -324,8 +325,9 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
     out (those more than ``common_share`` of its units hold). Full text alone (mode ``text``) keeps every lexeme:
     it is all there is. With ``said``, over the words the memory's owner said in each unit only
     (``kmms_units.said``, migration 27)."""
-    # Through kmms.unit_text_matches (migration 20) or unit_said_matches (27): under row-level security a plain
-    # query could not use the text index. They apply the same memory, time and thread conditions as ``where``.
+    # Through kmms.unit_text_terms or unit_said_terms (migration 29): under row-level security a plain query could
+    # not use the text index. They apply the same memory, time and thread conditions as ``where``, and return of each
+    # candidate's tsvector only the query's terms.
     units, avg_units, owners, avg_owners = await _corpus_stats(conn, p)
     total, avg_len = (owners, avg_owners) if said else (units, avg_units)
     query, tsq = f"{OR_TSQUERY}, ", "qq.q"
@@ -335,15 +337,16 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
         if rare is None:  # only common words: their candidates are the memory's most recent units, ranked by noise
             return []
         query, tsq, p = "", "%(rare)s::tsquery", {**p, "rare": rare}
-    fn = "unit_said_matches" if said else "unit_text_matches"
-    return await bm25_ranked(conn, f"SELECT {tsq}::text, m.unit_id, m.lexemes, m.tsv FROM {query}"
-                             f"kmms.{fn}(%(c)s, %(s)s, {tsq}, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
+    fn = "unit_said_terms" if said else "unit_text_terms"
+    return await bm25_ranked(conn, f"SELECT {tsq}::text, m.unit_id, m.lexemes, m.terms FROM {query}kmms.{fn}(%(c)s, "
+                             f"%(s)s, {tsq}, {QUERY_TERMS}, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
                              {**p, "cap": BM25_CANDIDATES}, total, avg_len)  # fmt: skip
 
 
 async def bm25_ranked(conn: Conn, sql: str, p: dict[str, Any], total: int, avg_len: float) -> list[str]:
     """The ``p["n"]`` best of ``sql``'s candidates by BM25. Its rows: the tsquery's text, the candidate's id, its
-    length in lexemes, its tsvector's text; ``total`` and ``avg_len``: the corpus' (the memory's units or nodes)."""
+    length in lexemes, its tsvector's text with at least the query's terms (``query_terms_of``); ``total`` and
+    ``avg_len``: the corpus' (the memory's units or nodes)."""
     rows = await (await conn.execute(sql, p)).fetchall()  # type: ignore[arg-type]
     if not rows:
         return []

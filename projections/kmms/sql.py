@@ -58,6 +58,16 @@ def _literal(v: tuple[float, ...]) -> str:
     return "[" + ",".join(repr(float(x)) for x in v) + "]"
 
 
+# The lexemes of the query's text (``%(text)s``) as an array: ``to_tsvector``'s, which are ``plainto_tsquery``'s.
+QUERY_TERMS = "tsvector_to_array(to_tsvector('english', %(text)s))"
+
+
+def query_terms_of(tsv: str) -> str:
+    """SQL: the tsvector ``tsv`` with only the query's lexemes (``QUERY_TERMS``), as text, positions kept: what BM25
+    reads of a candidate (``term_frequencies``), a few bytes instead of the whole tsvector's text."""
+    return f"ts_filter(setweight(setweight({tsv}, 'D'), 'A', {QUERY_TERMS}), '{{a}}')::text"
+
+
 def query_lexemes(tsquery_text: str) -> list[str]:
     """``'buy' | 'weekend'`` -> ["buy", "weekend"] (first occurrence order, no repeats)."""
     return list(dict.fromkeys(m[1].replace("''", "'") for m in _LEXEME.finditer(tsquery_text)))

@@ -5,6 +5,7 @@ chain, POINT_IN_TIME answers the old one, and no result ever holds anything afte
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 
@@ -273,8 +274,9 @@ def test_a_large_memorys_nearest_units_rank_as_a_small_ones(person: MemoryClient
 
 
 def test_full_text_candidates_keep_to_the_transactions_tenant(person: MemoryClient, stack: Stack) -> None:
-    """kmms.unit_text_matches runs as the tables' owner (so the text index is used under row-level
-    security); it must still show the application role only its own tenant's units."""
+    """kmms.unit_text_terms runs as the tables' owner (so the text index is used under row-level
+    security); it must still show the application role only its own tenant's units, each with only the query's
+    terms of its tsvector."""
     settings: Settings = stack.settings
     seen: dict[str | None, list[str]] = {}
     with connect(settings.app_database_url(settings.load_config()), autocommit=True) as app:
@@ -283,10 +285,13 @@ def test_full_text_candidates_keep_to_the_transactions_tenant(person: MemoryClie
                 if tenant is not None:
                     app.execute("SELECT set_config('hivemem.tenant', %s, true)", (tenant,))
                 query = "to_tsquery('english', 'sourdough | porto')"
-                rows = app.execute(f"SELECT m.unit_id, m.tsv FROM kmms.unit_text_matches(%s, 'ana', {query}, "
-                                   "0, 9e15::bigint, NULL, 100) m", (CLAW,)).fetchall()  # fmt: skip
+                rows = app.execute(f"SELECT m.unit_id, m.terms FROM kmms.unit_text_terms(%s, 'ana', {query}, "
+                                   "ARRAY['sourdough', 'porto'], 0, 9e15::bigint, NULL, 100) m",
+                                   (CLAW,)).fetchall()  # fmt: skip
             seen[tenant] = [str(r[1]) for r in rows]
-    assert len(seen["mem-b"]) == 2 and all("sourdough" in t or "porto" in t for t in seen["mem-b"])
+    assert len(seen["mem-b"]) == 2
+    term = r"'(sourdough|porto)':[\dA-D,]+"  # a lexeme and its positions (weights are the filter's marks)
+    assert all(re.fullmatch(f"{term}( {term})?", t) for t in seen["mem-b"]), seen["mem-b"]
     assert seen["mem-a"] == [] and seen[None] == []
 
 

@@ -16,6 +16,7 @@ from hivemem.stack import Stack
 from projections.kmms.config import DEFAULT
 from projections.kmms.nodes import node_candidates
 from projections.kmms.search import Memory
+from projections.kmms.sql import QUERY_TERMS, query_lexemes, query_terms_of, term_frequencies
 
 pytestmark = pytest.mark.integration
 
@@ -57,3 +58,24 @@ def test_a_nodes_rare_word_outranks_a_common_word_said_often(stack: Stack) -> No
     assert ranking[0] == "n-dog", ranking
     assert sorted(ranking) == sorted(NODES)  # every node holding a word of the question is a candidate
     assert other_claws == []  # another memory's nodes are not this one's candidates
+
+
+def test_a_candidates_query_terms_count_as_in_its_whole_tsvector(stack: Stack) -> None:
+    """What BM25 reads of a candidate (``query_terms_of``: its tsvector cut to the query's lexemes) counts each
+    query term as the whole tsvector does, whatever weights the tsvector had, and holds no other lexeme."""
+    question = f"{QUESTION} O'Brien's boards"
+    texts = [*NODES.values(), "O'Brien's skateboard: boards, boarding and a board.", "nothing of it here"]
+    with psycopg.connect(stack.settings.require_database(), autocommit=True) as conn:
+        row = conn.execute(f"SELECT {QUERY_TERMS}", {"text": question}).fetchone()
+        assert row is not None and len(row[0]) >= 4
+        terms = list(row[0])
+        for content in texts:
+            for weighted in (False, True):  # a node's tsvector may carry weights; the cut must not lose them
+                doc = "setweight(to_tsvector('english', %(content)s), 'B')" if weighted else \
+                    "to_tsvector('english', %(content)s)"  # fmt: skip
+                got = conn.execute(f"SELECT d.tsv::text, {query_terms_of('d.tsv')} FROM (SELECT {doc} AS tsv) d",
+                                   {"content": content, "text": question}).fetchone()  # fmt: skip
+                assert got is not None
+                whole, cut = str(got[0]), str(got[1])
+                assert term_frequencies(cut, terms) == term_frequencies(whole, terms), (content, whole, cut)
+                assert all(t in terms for t in query_lexemes(cut)), cut
