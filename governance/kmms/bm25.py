@@ -3,10 +3,11 @@
 Postgres's ``ts_rank_cd`` has no inverse document frequency: with the OR query first-stage search
 needs (one missing word must not drop a hit), a unit matching "I" and "did" ranks with one matching
 the rare word the question is about. So the candidates (units of the memory holding at least one of
-the query's lexemes) are ranked here: idf from their document frequencies among the candidates,
-term frequency from each ``tsvector``'s positions, length in lexemes (Postgres's ``length(tsv)``,
-the measure the memory's average is taken in). Counting the terms in a ``tsvector``, reading a ``tsquery``'s text and
-writing a ``tsquery`` is SQL's business: ``projections.kmms.sql``.
+the query's lexemes) are ranked by this formula: idf from their document frequencies among the
+candidates, term frequency from each ``tsvector``'s positions, length in lexemes (Postgres's
+``length(tsv)``, the measure the memory's average is taken in). The search runs it in SQL, where the
+candidates are (``projections.kmms.sql.bm25_ranking``, with ``K1`` and ``B`` from here);
+``tests/integration/test_kmms_node_text.py`` holds that SQL to this function's ranking.
 """
 
 from __future__ import annotations

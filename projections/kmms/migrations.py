@@ -155,11 +155,11 @@ _TERM_COUNTS_ARGS = "text, text, tsquery, text[], bigint, bigint, text, integer"
 def _term_counts(name: str, column: str, lexemes: str) -> str:
     return f"""CREATE OR REPLACE FUNCTION kmms.{name}(p_claw text, p_scope text, p_query tsquery, p_terms text[],
                 p_start bigint, p_bound bigint, p_thread text, p_cap integer)
-                RETURNS TABLE (unit_id text, lexemes integer, terms text)
+                RETURNS TABLE (unit_id text, lexemes integer, terms tsvector)
             LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
             BEGIN
                 RETURN QUERY EXECUTE 'SELECT u.unit_id, u.{lexemes},
-                    ts_filter(setweight(setweight(u.{column}, ''D''), ''A'', $4), ''{{a}}'')::text
+                    ts_filter(setweight(setweight(u.{column}, ''D''), ''A'', $4), ''{{a}}'')
                     FROM kmms.kmms_units u
                     WHERE u.tenant = current_setting(''hivemem.tenant'', true) AND u.claw_id = $1 AND u.scope = $2
                     AND u.occurred_at >= $5 AND u.occurred_at <= $6 AND ($7::text IS NULL OR u.thread_id = $7)
@@ -175,9 +175,9 @@ def kmms_term_counts_migration() -> list[str]:
     - ``lexemes`` and ``said_lexemes`` of each unit, and ``lexemes`` of each node: a tsvector's length, stored
       (adding them rewrites the two tables). A memory's average length is read off them.
     - ``kmms.unit_text_terms`` and ``kmms.unit_said_terms``: migration 20's and 27's full-text candidates, each
-      with its length and only the lexemes of ``p_terms`` (the query's) of its tsvector, as tsvector text,
-      positions kept (``'buy':3 'weekend':5,9``): about 200 KB of text a LongMemEval search read, looked
-      through in Python for its few terms, is now about 4 KB (Postgres 5.6 -> 3.0 ms for that statement).
+      with its length and its tsvector cut to the lexemes of ``p_terms`` (the query's), positions kept, which
+      BM25 ranks in the same statement (``projections.kmms.sql.bm25_ranking``): a LongMemEval search read
+      about 200 KB of tsvector text and looked through it in Python for its few terms.
     - Migration 20's ``unit_text_matches`` has no caller left and goes; 27's ``unit_said_matches`` stays (a change
       named by a fact's value, ``projections.kmms.rerank``)."""
     return [

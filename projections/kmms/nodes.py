@@ -21,7 +21,7 @@ from projections.kmms.search import (
     fusion_weights,
     ranked_ids,
 )
-from projections.kmms.sql import Conn, query_terms_of, vector_literal
+from projections.kmms.sql import QUERY_TERMS, Conn, query_terms_of, vector_literal
 
 
 async def _bm25_nodes(conn: Conn, where: str, p: dict[str, Any]) -> list[str]:
@@ -32,10 +32,10 @@ async def _bm25_nodes(conn: Conn, where: str, p: dict[str, Any]) -> list[str]:
     total, avg_len, *_ = await bm25_stats(conn, p, "nodes", (
         "SELECT count(*), coalesce(avg(n.lexemes), 1), 0, 1.0 FROM kmms.kmms_nodes n "
         "WHERE n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s"))  # fmt: skip
-    return await bm25_ranked(conn, f"SELECT qq.q::text, n.node_id, n.lexemes, {query_terms_of('n.tsv')} FROM "
-                             f"kmms.kmms_nodes n, {OR_TSQUERY} WHERE {where} AND n.tsv @@ qq.q "
-                             "ORDER BY n.logged_at DESC, n.node_id LIMIT %(cap)s", {**p, "cap": BM25_CANDIDATES},
-                             total, avg_len)  # fmt: skip
+    candidates = (f"SELECT n.node_id AS id, n.lexemes, {query_terms_of('n.tsv')} AS terms FROM kmms.kmms_nodes n, "
+                  f"{OR_TSQUERY} WHERE {where} AND n.tsv @@ qq.q ORDER BY n.logged_at DESC, n.node_id "
+                  "LIMIT %(cap)s")  # fmt: skip
+    return await bm25_ranked(conn, candidates, QUERY_TERMS, {**p, "cap": BM25_CANDIDATES}, total, avg_len)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 
 from psycopg_pool import AsyncConnectionPool
 
-from governance.kmms.bm25 import bm25, rare_terms
+from governance.kmms.bm25 import rare_terms
 from governance.kmms.feedback import feedback_order
 from governance.kmms.fusion import rrf
 from projections.kmms.config import DEFAULT, SearchConfig
@@ -29,9 +29,9 @@ from projections.kmms.sql import (
     UNIT_SIMILARITIES,
     VOICED,
     Conn,
+    bm25_ranking,
     or_query,
     query_lexemes,
-    term_frequencies,
     vector_literal,
 )
 from projections.queries import side_by_side
@@ -336,23 +336,21 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
         rare = or_query(rare_terms(terms, common))
         if rare is None:  # only common words: their candidates are the memory's most recent units, ranked by noise
             return []
-        query, tsq, p = "", "%(rare)s::tsquery", {**p, "rare": rare}
+        query, tsq, p = "", "%(rare)s::tsquery", {**p, "rare": rare, "rare_terms": rare_terms(terms, common)}
     fn = "unit_said_terms" if said else "unit_text_terms"
-    return await bm25_ranked(conn, f"SELECT {tsq}::text, m.unit_id, m.lexemes, m.terms FROM {query}kmms.{fn}(%(c)s, "
-                             f"%(s)s, {tsq}, {QUERY_TERMS}, %(start)s, %(bound)s, %(th)s, %(cap)s) m",
+    candidates = (f"SELECT m.unit_id AS id, m.lexemes, m.terms FROM {query}kmms.{fn}(%(c)s, %(s)s, {tsq}, "
+                  f"{QUERY_TERMS}, %(start)s, %(bound)s, %(th)s, %(cap)s) m")  # fmt: skip
+    return await bm25_ranked(conn, candidates, "%(rare_terms)s::text[]" if "rare" in p else QUERY_TERMS,
                              {**p, "cap": BM25_CANDIDATES}, total, avg_len)  # fmt: skip
 
 
-async def bm25_ranked(conn: Conn, sql: str, p: dict[str, Any], total: int, avg_len: float) -> list[str]:
-    """The ``p["n"]`` best of ``sql``'s candidates by BM25. Its rows: the tsquery's text, the candidate's id, its
-    length in lexemes, its tsvector's text with at least the query's terms (``query_terms_of``); ``total`` and
-    ``avg_len``: the corpus' (the memory's units or nodes)."""
-    rows = await (await conn.execute(sql, p)).fetchall()  # type: ignore[arg-type]
-    if not rows:
-        return []
-    terms = query_lexemes(str(rows[0][0]))
-    docs = ((str(r[1]), term_frequencies(str(r[3]), terms), int(str(r[2]))) for r in rows)
-    return [doc for doc, _ in bm25(terms, docs, total, avg_len)[: p["n"]]]
+async def bm25_ranked(conn: Conn, candidates: str, terms: str, p: dict[str, Any], total: int,
+                      avg_len: float) -> list[str]:  # fmt: skip
+    """The ``p["n"]`` best of ``candidates`` by BM25 (``bm25_ranking``: rows of id, length in lexemes and tsvector,
+    ``terms`` the query's lexemes); ``total`` and ``avg_len``: the corpus' (the memory's units or nodes)."""
+    bm25 = {"bm25_total": total, "bm25_avg": avg_len if avg_len > 0 else 1.0}
+    cur = await conn.execute(bm25_ranking(candidates, terms), {**p, **bm25})  # type: ignore[arg-type]
+    return [str(r[0]) for r in await cur.fetchall()]
 
 
 async def unit_similarities(conn: Conn, m: Memory, model: str, unit_ids: list[str]) -> dict[tuple[str, str], float]:

@@ -1,7 +1,8 @@
 """The SQL the KMMS read model's queries share: a unit's family of vectors, a vector's voice adjustment, a
 unit's similarity to the question, and the same against the question moved toward its best candidates
-(``governance.kmms.feedback``); and full text's Postgres forms: the lexemes of a ``tsquery``'s text, the term
-frequencies of a ``tsvector``'s (what ``governance.kmms.bm25`` ranks by), and the ``tsquery`` of a term list."""
+(``governance.kmms.feedback``); and full text's: the query's lexemes, a tsvector cut to them, candidates ranked by
+BM25 (``governance.kmms.bm25``'s formula, in SQL), the lexemes of a ``tsquery``'s text and the ``tsquery`` of a
+term list."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from functools import lru_cache
 
 from psycopg import AsyncConnection
 
+from governance.kmms.bm25 import K1, B
 from governance.kmms.units import MAX_SENTENCES, SENTENCE
 
 Conn = AsyncConnection[tuple[object, ...]]
@@ -63,41 +65,38 @@ QUERY_TERMS = "tsvector_to_array(to_tsvector('english', %(text)s))"
 
 
 def query_terms_of(tsv: str) -> str:
-    """SQL: the tsvector ``tsv`` with only the query's lexemes (``QUERY_TERMS``), as text, positions kept: what BM25
-    reads of a candidate (``term_frequencies``), a few bytes instead of the whole tsvector's text."""
-    return f"ts_filter(setweight(setweight({tsv}, 'D'), 'A', {QUERY_TERMS}), '{{a}}')::text"
+    """SQL: the tsvector ``tsv`` with only the query's lexemes (``QUERY_TERMS``), positions kept: what BM25 reads of
+    a candidate (``bm25_ranking``)."""
+    return f"ts_filter(setweight(setweight({tsv}, 'D'), 'A', {QUERY_TERMS}), '{{a}}')"
+
+
+def bm25_ranking(candidates: str, terms: str) -> str:
+    """SQL: the ``%(n)s`` best of ``candidates`` by Okapi BM25, best first, ties by id (codepoint order).
+
+    ``candidates``: a statement of rows (id, lexemes: the candidate's length, terms: its tsvector holding at least
+    the query's lexemes, e.g. ``query_terms_of``); ``terms``: SQL of the query's lexemes (a text[]). Parameters
+    ``bm25_total`` and ``bm25_avg``: the corpus' number of documents and their average length (the memory's
+    units or nodes). The formula is ``governance.kmms.bm25.bm25``'s, idf from the candidates' document
+    frequencies, K1 and B its constants; ``tests/integration/test_kmms_node_text.py`` holds the two to the same
+    ranking. Postgres scores the candidates where they are: read into Python, each candidate's row and terms
+    cost about 8 us of the API's one busy thread (3-4 ms of a LoCoMo search)."""
+    k1, b = f"{K1!r}::float8", f"{B!r}::float8"
+    return (
+        f"WITH c AS MATERIALIZED ({candidates}), "
+        "t AS (SELECT c.id, c.lexemes, x.lexeme, coalesce(array_length(x.positions, 1), 1)::float8 AS f "
+        f"FROM c, unnest(c.terms) x WHERE x.lexeme = ANY({terms})), "
+        "df AS (SELECT t.lexeme, count(*)::float8 AS df FROM t GROUP BY t.lexeme), "
+        "n AS (SELECT greatest(%(bm25_total)s::float8, count(*), 1) AS n FROM c) "
+        "SELECT c.id FROM c LEFT JOIN (SELECT t.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)) * t.f "
+        f"* ({k1} + 1) / (t.f + {k1} * (1 - {b} + {b} * t.lexemes / %(bm25_avg)s::float8))) AS s "
+        "FROM t JOIN df USING (lexeme) CROSS JOIN n GROUP BY t.id) sc USING (id) "
+        'ORDER BY coalesce(sc.s, 0) DESC, c.id COLLATE "C" LIMIT %(n)s'
+    )
 
 
 def query_lexemes(tsquery_text: str) -> list[str]:
     """``'buy' | 'weekend'`` -> ["buy", "weekend"] (first occurrence order, no repeats)."""
     return list(dict.fromkeys(m[1].replace("''", "'") for m in _LEXEME.finditer(tsquery_text)))
-
-
-def term_frequencies(tsvector_text: str, terms: Sequence[str]) -> dict[str, int]:
-    """How often each of ``terms`` occurs in a ``tsvector``'s text form (``'buy':3 'weekend':5,9``):
-    its number of positions, 1 for a lexeme stored without any; terms it lacks are left out.
-
-    Looks up only the query's few terms: parsing every lexeme of 2,000 candidates cost 35 ms a search."""
-    found: dict[str, int] = {}
-    for term in terms:
-        key = "'" + term.replace("'", "''") + "'"
-        at = tsvector_text.find(key)
-        # An entry starts the text or follows a space, and its quoted lexeme ends at ':' , ' ' or the end;
-        # anywhere else the key is part of a longer lexeme ("'board'" in "'skateboard'" has no quote before).
-        while at >= 0 and not (
-            (at == 0 or tsvector_text[at - 1] == " ")
-            and tsvector_text[at + len(key) : at + len(key) + 1] in (":", " ", "")
-        ):
-            at = tsvector_text.find(key, at + 1)
-        if at < 0:
-            continue
-        rest = at + len(key)
-        if tsvector_text[rest : rest + 1] != ":":
-            found[term] = 1
-            continue
-        end = tsvector_text.find(" ", rest)
-        found[term] = tsvector_text.count(",", rest, end if end >= 0 else len(tsvector_text)) + 1
-    return found
 
 
 def or_query(terms: Sequence[str]) -> str | None:

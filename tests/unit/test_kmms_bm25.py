@@ -1,44 +1,17 @@
-"""BM25 over tsvector text: term lookup (projections.kmms.sql), idf, length normalisation (governance.kmms.bm25)."""
+"""BM25's formula (governance.kmms.bm25: idf, length normalisation) and a tsquery text's lexemes (projections.kmms.sql).
+The search runs the formula in SQL: tests/integration/test_kmms_node_text.py holds the two to the same ranking."""
 
 from __future__ import annotations
 
 import math
-import re
-
-from hypothesis import given
-from hypothesis import strategies as st
 
 from governance.kmms.bm25 import K1, B, bm25, rare_terms
-from projections.kmms.sql import or_query, query_lexemes, quoted, term_frequencies
-
-_ENTRY = re.compile(r"'((?:[^']|'')+)'(?::([\d,A-D]+))?")
+from projections.kmms.sql import or_query, query_lexemes, quoted
 
 
-def parse_all(text: str) -> dict[str, int]:
-    """Reference: every lexeme of the text form with its number of positions."""
-    return {m[1].replace("''", "'"): (m[2].count(",") + 1 if m[2] else 1) for m in _ENTRY.finditer(text)}
-
-
-def test_lookup_of_postgres_text_forms() -> None:
-    text = "'buy':3 'weekend':5,9 'o''brien':1 'skateboard':4 'x'"
-    assert term_frequencies(text, ["buy", "weekend", "o'brien", "x", "board", "brien", "missing"]) == {
-        "buy": 1, "weekend": 2, "o'brien": 1, "x": 1}  # fmt: skip
+def test_query_lexemes_of_a_tsquery_text() -> None:
     assert query_lexemes("'buy' | 'weekend' | 'buy'") == ["buy", "weekend"]
-
-
-_LEXEMES = st.text(alphabet="ab',:x", min_size=1, max_size=5)
-_POSITIONS = st.one_of(st.none(), st.lists(st.integers(1, 300), min_size=1, max_size=4, unique=True))
-
-
-@given(st.dictionaries(_LEXEMES, _POSITIONS, max_size=8), st.lists(_LEXEMES, max_size=6))
-def test_lookup_agrees_with_a_full_parse(entries: dict[str, list[int] | None], others: list[str]) -> None:
-    text = " ".join(
-        "'" + lex.replace("'", "''") + "'" + (":" + ",".join(map(str, sorted(pos))) if pos else "")
-        for lex, pos in sorted(entries.items())
-    )
-    terms = list(dict.fromkeys([*entries, *others]))
-    full = parse_all(text)
-    assert term_frequencies(text, terms) == {t: full[t] for t in terms if t in full}
+    assert query_lexemes("'o''brien' & 'x'") == ["o'brien", "x"]
 
 
 def test_rare_terms_outweigh_common_ones_and_scores_are_exact() -> None:
