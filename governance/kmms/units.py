@@ -10,6 +10,7 @@ episode (and session). Pure, so the embedder and the read model cut the same uni
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contracts.kmms_records import KmmsEpisode
@@ -65,6 +66,24 @@ def units_of(ep: KmmsEpisode) -> list[Unit]:
     else:
         texts = _paragraphs(ep.content)
     return [Unit(f"{ep.episode_id}#{i}", i, t) for i, t in enumerate(texts or [ep.content[:MAX_CHARS]])]
+
+
+def episode_of(unit_id: str) -> str:
+    """The episode of a unit's id (``units_of``: ``<episode id>#<n>``; an episode id may itself hold a '#')."""
+    return unit_id.rsplit("#", 1)[0]
+
+
+def first_of_each_episode(ranked: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+    """Of (unit id, score) in ranked order, each episode's first: an episode ranks by its best unit, so the others
+    change no episode's place."""
+    seen: set[str] = set()
+    out: list[tuple[str, float]] = []
+    for unit_id, score in ranked:
+        episode = episode_of(unit_id)
+        if episode not in seen:
+            seen.add(episode)
+            out.append((unit_id, score))
+    return out
 
 
 def sentences_of(unit_id: str, text: str) -> list[Unit]:

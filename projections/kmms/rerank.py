@@ -65,9 +65,10 @@ async def first_stage(conn: Any, pool: AsyncConnectionPool, m: Memory, vector: l
     """The first stage's ``n`` best units up to ``bound`` (from ``start``); for a time window (``start``, or a
     ``bound`` before ``as_of``), the window's, then the rest of time's up to ``as_of`` (``window_first``), the two
     searched side by side on two of the pool's connections when it has one to spare."""
+    if start is None and bound >= as_of:  # no window: the units rank their episodes as they come
+        return await unit_candidates(conn, m, vector, model, text, mode, bound, start, n, pool, voices, said,
+                                     cfg=cfg, best_only=True)  # fmt: skip
     window = unit_candidates(conn, m, vector, model, text, mode, bound, start, n, pool, voices, said, cfg=cfg)
-    if start is None and bound >= as_of:
-        return await window
 
     async def rest_of_time(c: Any) -> list[UnitHit]:
         return await unit_candidates(c, m, vector, model, text, mode, as_of, None, n, voices=voices, said=said,

@@ -20,6 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 from governance.kmms.bm25 import rare_terms
 from governance.kmms.feedback import feedback_order
 from governance.kmms.fusion import rrf
+from governance.kmms.units import first_of_each_episode
 from projections.kmms.config import DEFAULT, SearchConfig
 from projections.kmms.sql import (
     FAMILY,
@@ -91,11 +92,14 @@ async def _distances(conn: Conn, sql: str, params: dict[str, Any]) -> list[tuple
 async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
                           bound: int, start: int | None, n: int, pool: AsyncConnectionPool | None = None,
                           voices: dict[str, float] | None = None, said: bool = False, *,
-                          cfg: SearchConfig) -> list[UnitHit]:  # fmt: skip
+                          cfg: SearchConfig, best_only: bool = False) -> list[UnitHit]:  # fmt: skip
     """The ``n`` best units by the fused ranking, within [start, bound] of event time. Given the ``pool``,
     a large time window's exact ranking may use a second connection of it (``_window_ranking``). The vector
     ranking adds ``voices`` (``VoiceWeights.adjustments`` of the question) to each vector's distance; with
-    ``said``, full text ranks the words the memory's owner said only. ``cfg``: the search's settings."""
+    ``said``, full text ranks the words the memory's owner said only. ``cfg``: the search's settings. With
+    ``best_only``, of the ``n`` only each episode's first is read and returned (the caller ranks episodes by
+    their best unit, and no rule reorders the units before that): a LongMemEval-S search read 220 rounds' text
+    for the 40-odd it could show."""
     lo = start if start is not None else -(2**62)
     v = voices or {}
     p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
@@ -146,9 +150,13 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     if "q" in p and cfg.feedback_beta > 0 and len(fused) > 2:  # the moved question's similarities, in the same read
         p |= {"beta": cfg.feedback_beta, "top": p["ids"][:FEEDBACK_TOP]}
         sims, fb = FEEDBACK_SIMILARITIES, f", {FEEDBACK_MEAN}"
-    elif known:  # computed only for the units the scan did not rank (those full text alone found)
-        p["known"] = [u for u in p["ids"] if u in known]
-        sims = f"CASE WHEN u.unit_id = ANY(%(known)s) THEN NULL ELSE {sims} END"
+    else:
+        if best_only:
+            fused = first_of_each_episode(fused)
+            p["ids"] = [u for u, _ in fused]
+        if known:  # computed only for the units the scan did not rank (those full text alone found)
+            p["known"] = [u for u in p["ids"] if u in known]
+            sims = f"CASE WHEN u.unit_id = ANY(%(known)s) THEN NULL ELSE {sims} END"
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
         f"{sims} FROM kmms.kmms_units u{fb} WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",

@@ -4,9 +4,9 @@ tenant's ``redact`` policy), PII_REJECTED under ``reject``, DUPLICATE_CONTENT, D
 from __future__ import annotations
 
 from contracts.avro import decode_rejection, encode_envelope
-from contracts.kmms_records import KmmsEvent, decode_kmms
+from contracts.kmms_records import KmmsEpisode, KmmsEvent, decode_kmms
 from contracts.topics import TopicNames
-from governance.kmms.units import units_of
+from governance.kmms.units import episode_of, first_of_each_episode, units_of
 from processors.kmms.core import InMemorySeen, KmmsDriver, KmmsProcessor
 from streams.records import LogRecord
 from tests.helpers import offline_client
@@ -131,3 +131,14 @@ def test_an_episode_id_claimed_by_another_instance_first_is_a_duplicate() -> Non
     assert hashes == ["acme/claw-1/u1"]  # the winner's content hash only
     # The same content told again in u2's memory under a new id is stored: its hash was never taken.
     assert verdicts(first.process([rec(episode("e2", "I adopted a cat.", user="u2"), 2)], 0)) == ["EPISODE_STORED"]
+
+
+def test_each_episode_ranks_by_its_first_unit() -> None:
+    """The search reads only each episode's first unit of its fused ranking (``first_of_each_episode``), knowing a
+    unit's episode from its id, as ``units_of`` makes it: an episode id may hold a '#' itself."""
+    unit = units_of(KmmsEpisode(episode_id="ep#7", session_id="s", thread_id="", content_type="NOTE", occurred_at=0,
+                                content="Hello.", content_hash="h"))[0]  # fmt: skip
+    assert episode_of(unit.unit_id) == "ep#7"
+    ranked = [("ep#7#2", 0.9), ("b#0", 0.8), ("ep#7#0", 0.7), ("c#1", 0.6), ("b#3", 0.5)]
+    assert first_of_each_episode(ranked) == [("ep#7#2", 0.9), ("b#0", 0.8), ("c#1", 0.6)]
+    assert first_of_each_episode([]) == []
