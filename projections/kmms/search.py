@@ -338,18 +338,18 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
     # candidate's tsvector only the query's terms.
     units, avg_units, owners, avg_owners = await _corpus_stats(conn, p)
     total, avg_len = (owners, avg_owners) if said else (units, avg_units)
-    query, tsq = f"{OR_TSQUERY}, ", "qq.q"
+    query, tsq, ranked_by = f"{OR_TSQUERY}, ", "qq.q", QUERY_TERMS  # select by, and rank by, every query lexeme
     if prune and total >= EXACT_STATS_BELOW and common_share < 1:
         terms, common = await _lexemes_and_common(conn, p, said, common_share)
-        rare = or_query(rare_terms(terms, common))
-        if rare is None:  # only common words: their candidates are the memory's most recent units, ranked by noise
+        rare = rare_terms(terms, common)
+        if not rare:  # only common words: their candidates are the memory's most recent units, ranked by noise
             return []
-        query, tsq, p = "", "%(rare)s::tsquery", {**p, "rare": rare, "rare_terms": rare_terms(terms, common)}
+        query, tsq, ranked_by = "", "%(rare)s::tsquery", "%(rare_terms)s::text[]"
+        p = {**p, "rare": or_query(rare), "rare_terms": rare}
     fn = "unit_said_terms" if said else "unit_text_terms"
     candidates = (f"SELECT m.unit_id AS id, m.lexemes, m.terms FROM {query}kmms.{fn}(%(c)s, %(s)s, {tsq}, "
                   f"{QUERY_TERMS}, %(start)s, %(bound)s, %(th)s, %(cap)s) m")  # fmt: skip
-    return await bm25_ranked(conn, candidates, "%(rare_terms)s::text[]" if "rare" in p else QUERY_TERMS,
-                             {**p, "cap": BM25_CANDIDATES}, total, avg_len)  # fmt: skip
+    return await bm25_ranked(conn, candidates, ranked_by, {**p, "cap": BM25_CANDIDATES}, total, avg_len)
 
 
 async def bm25_ranked(conn: Conn, candidates: str, terms: str, p: dict[str, Any], total: int,
