@@ -14,23 +14,24 @@ from typing import Any
 
 from projections.kmms.search import Memory
 
+# The sessions each of the nodes ``%(ids)s`` cites, as the common table expressions ``down`` (the node's sources, their
+# sources, ... to depth 4) and ``cited(root, sessions)`` (the episodes' sessions, in the order their first episode
+# occurred, then by id), under ``WITH RECURSIVE``; parameters t, c, s (the memory) and ids. The nodes' rows read them
+# in the same statement (``projections.kmms.nodes``).
+CITED = ("down(root, id, depth) AS (SELECT n.node_id, s.id, 1 FROM kmms.kmms_nodes n, unnest(n.source_ids) s(id) "
+         "WHERE n.tenant = %(t)s AND n.node_id = ANY(%(ids)s) "
+         "UNION SELECT d.root, s.id, d.depth + 1 FROM down d JOIN kmms.kmms_nodes n ON n.tenant = %(t)s "
+         "AND n.node_id = d.id CROSS JOIN LATERAL unnest(n.source_ids) s(id) WHERE d.depth < 4), "
+         "cited(root, sessions) AS (SELECT x.root, array_agg(x.session_id ORDER BY x.first, x.session_id) FROM "
+         "(SELECT d.root, e.session_id, min(e.occurred_at) AS first FROM down d JOIN kmms.kmms_episodes e "
+         "ON e.tenant = %(t)s AND e.episode_id = d.id AND e.claw_id = %(c)s AND e.scope = %(s)s "
+         "GROUP BY d.root, e.session_id) x GROUP BY x.root)")  # fmt: skip
+
 
 async def cited_sessions(conn: Any, m: Memory, node_ids: list[str]) -> dict[str, list[str]]:
     """node id -> the sessions of the episodes it was derived from (through L1 -> L2 -> L3 -> L4), one statement."""
     if not node_ids:
         return {}
-    cur = await conn.execute(
-        "WITH RECURSIVE down(root, id, depth) AS ("
-        "SELECT n.node_id, s.id, 1 FROM kmms.kmms_nodes n, unnest(n.source_ids) s(id) "
-        "WHERE n.tenant = %(t)s AND n.node_id = ANY(%(ids)s) "
-        "UNION SELECT d.root, s.id, d.depth + 1 FROM down d JOIN kmms.kmms_nodes n ON n.tenant = %(t)s "
-        "AND n.node_id = d.id CROSS JOIN LATERAL unnest(n.source_ids) s(id) WHERE d.depth < 4) "
-        "SELECT d.root, e.session_id, min(e.occurred_at) FROM down d JOIN kmms.kmms_episodes e "
-        "ON e.tenant = %(t)s AND e.episode_id = d.id AND e.claw_id = %(c)s AND e.scope = %(s)s "
-        "GROUP BY d.root, e.session_id ORDER BY d.root, min(e.occurred_at), e.session_id",
-        {"t": m.tenant, "c": m.claw_id, "s": m.scope, "ids": node_ids},
-    )
-    out: dict[str, list[str]] = {}
-    for root, session, _ in await cur.fetchall():
-        out.setdefault(str(root), []).append(str(session))
-    return out
+    cur = await conn.execute(f"WITH RECURSIVE {CITED} SELECT root, sessions FROM cited",
+                             {"t": m.tenant, "c": m.claw_id, "s": m.scope, "ids": node_ids})  # fmt: skip
+    return {str(root): [str(x) for x in sessions] for root, sessions in await cur.fetchall()}

@@ -203,15 +203,12 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
                                           {"as_of": as_of}, 3 * sp.k, cfg=cfg)  # fmt: skip
             return nodes, bool(nodes)
 
-        async def derived_cited(c: Any) -> tuple[list[NodeRow], bool, dict[str, list[str]]]:
-            nodes, fallback = await derived(c)  # and the sessions each cites, on the same connection
-            return nodes, fallback, await cited_sessions(c, m, [n.node_id for n in nodes])
-
         # The units' first stage and the derived nodes' candidates (with the sessions they cite) on two connections
         # at once (one when the pool has none to spare): neither reads the other's.
-        units, (nodes, fallback, cited) = await side_by_side(
+        units, (nodes, fallback) = await side_by_side(
             conn, pool, m.tenant, first_stage(conn, pool, m, sp.vector, sp.model, text, sp.mode, bound, start, as_of,
-                                              4 * sp.k + 20, voices, said, cfg=cfg), derived_cited)  # fmt: skip
+                                              4 * sp.k + 20, voices, said, cfg=cfg), derived)  # fmt: skip
+        cited = {n.node_id: list(n.sessions) for n in nodes if n.sessions}
         if intent.kind == "EVOLUTION":  # the best facts' whole version chains, each in time order
             keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))
             chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)

@@ -315,16 +315,28 @@ async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float, int,
 async def bm25_stats(conn: Conn, p: dict[str, Any], corpus: str, sql: str) -> tuple[int, float, int, float]:
     """BM25's statistics of one of the memory's corpora (``corpus``: its units or its nodes), read by ``sql``
     (count and average length first), exactly while the corpus is small and kept ``STATS_TTL_S`` once it is not."""
-    key = (str(p["t"]), str(p["c"]), str(p["s"]), corpus)
-    cached = _stats.get(key)
-    if cached is not None and cached[1] >= EXACT_STATS_BELOW and time.monotonic() - cached[0] < STATS_TTL_S:
-        return cached[1:]
+    cached = kept_stats(p, corpus)
+    if cached is not None:
+        return cached
     row = await (await conn.execute(sql, p)).fetchone()  # type: ignore[arg-type]
     got = (int(str(row[0])), float(str(row[1])), int(str(row[2])), float(str(row[3]))) if row else (0, 1.0, 0, 1.0)
+    keep_stats(p, corpus, got)
+    return got
+
+
+def kept_stats(p: dict[str, Any], corpus: str) -> tuple[int, float, int, float] | None:
+    """A large corpus' statistics as read less than ``STATS_TTL_S`` ago (``bm25_stats``); None: read them now."""
+    cached = _stats.get((str(p["t"]), str(p["c"]), str(p["s"]), corpus))
+    if cached is not None and cached[1] >= EXACT_STATS_BELOW and time.monotonic() - cached[0] < STATS_TTL_S:
+        return cached[1:]
+    return None
+
+
+def keep_stats(p: dict[str, Any], corpus: str, got: tuple[int, float, int, float]) -> None:
+    """Statistics just read, for ``kept_stats``."""
     if len(_stats) > 10_000:  # a bound, not an LRU: the API serves many memories, each re-read at its next search
         _stats.clear()
-    _stats[key] = (time.monotonic(), *got)
-    return got
+    _stats[(str(p["t"]), str(p["c"]), str(p["s"]), corpus)] = (time.monotonic(), *got)
 
 
 async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: bool = False,

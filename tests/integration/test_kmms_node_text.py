@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from governance.kmms.bm25 import bm25
 from hivemem.stack import Stack
+from projections.kmms import search
 from projections.kmms.config import DEFAULT
 from projections.kmms.nodes import node_candidates
 from projections.kmms.search import Memory
@@ -34,16 +35,17 @@ QUESTION = "what about work and my greyhound?"
 _ENTRY = re.compile(r"'((?:[^']|'')+)'(?::([\d,A-D]+))?")
 
 
-def _text_rankings(stack: Stack, tenant: str) -> tuple[list[str], list[str]]:
-    """The text ranking of claw-1's nodes and of claw-2's (none), in one transaction that is rolled back: the rows
-    never reach the read model the other tests (and their replay comparisons) read, and are never on the log."""
+def _text_rankings(stack: Stack, tenant: str, claws: tuple[str, ...] = ("claw-1", "claw-2")) -> list[list[str]]:
+    """The text ranking of each of ``claws``' nodes (claw-1 holds ``NODES``, no other claw any), in one transaction
+    that is rolled back: the rows never reach the read model the other tests (and their replay comparisons) read,
+    and are never on the log."""
 
     async def ranking(conn: Any, claw: str) -> list[str]:
         nodes = await node_candidates(conn, Memory(tenant, claw, "u", None), None, "test", QUESTION, "text",
                                       "n.event_time <= %(as_of)s", {"as_of": 10_000}, 10, cfg=DEFAULT)  # fmt: skip
         return [n.node_id for n in nodes]
 
-    async def run() -> tuple[list[str], list[str]]:
+    async def run() -> list[list[str]]:
         conn = await psycopg.AsyncConnection.connect(stack.settings.require_database())
         async with conn, conn.transaction(force_rollback=True):
             for i, (node_id, content) in enumerate(NODES.items()):
@@ -53,7 +55,7 @@ def _text_rankings(stack: Stack, tenant: str) -> tuple[list[str], list[str]]:
                     "VALUES (%s, 'claw-1', 'u', %s, 3, 'user', 'life', %s, 1, 0, %s, 0.8, %s, 'test', %s)",
                     (tenant, node_id, content, 1_000 + i, [f"ep-{i}"], 1_000 + i),
                 )
-            return await ranking(conn, "claw-1"), await ranking(conn, "claw-2")
+            return [await ranking(conn, claw) for claw in claws]
 
     return asyncio.run(run())
 
@@ -63,6 +65,21 @@ def test_a_nodes_rare_word_outranks_a_common_word_said_often(stack: Stack) -> No
     assert ranking[0] == "n-dog", ranking
     assert sorted(ranking) == sorted(NODES)  # every node holding a word of the question is a candidate
     assert other_claws == []  # another memory's nodes are not this one's candidates
+
+
+def test_a_large_memorys_kept_statistics_rank_its_nodes_as_read_in_the_statement(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small memory's node statistics are read in the statement that ranks the nodes; a large one's are kept
+    (``kept_stats``) and passed as parameters. Both rank alike: every memory counts as large here, so the first
+    ranking reads them and keeps them, and the second ranks by the kept ones."""
+    monkeypatch.setattr(search, "EXACT_STATS_BELOW", 1)
+    tenant = f"nodes-{uuid.uuid4().hex[:6]}"
+    read, kept = _text_rankings(stack, tenant, ("claw-1", "claw-1"))
+    assert read[0] == "n-dog" and sorted(read) == sorted(NODES)
+    assert kept == read
+    stats = search.kept_stats({"t": tenant, "c": "claw-1", "s": "u"}, "nodes")
+    assert stats is not None and stats[0] == len(NODES) and stats[1] > 1  # count and average length, as read
 
 
 def _counts(tsvector_text: str) -> dict[str, int]:
