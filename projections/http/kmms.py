@@ -183,10 +183,13 @@ def router(ctx: Ctx) -> APIRouter:
         embedder = await serving.embedder(m)  # during a model switch, the old one until the new is complete
         model = embedder.model_id if embedder is not None else ""
         degraded = None
+        asked = _ms(body.as_of)
+        as_of = asked if asked is not None else int(time.time() * 1000)
+        question = q.read_question(body.query, as_of)  # its dates parsed once, for the embedding and the search
         if embedder is not None and body.mode != "text":
             try:
-                text = q.content_query(body.query, _ms(body.as_of) or int(time.time() * 1000))
-                own, blended = await run_in_threadpool(question_vectors, embedder.embed_query, text, statement_weight)
+                own, blended = await run_in_threadpool(question_vectors, embedder.embed_query, question.text,
+                                                       statement_weight)  # fmt: skip
             except EmbeddingError as exc:
                 if body.mode == "vector":  # asked for vectors only: nothing to serve without them
                     detail = f"the query could not be embedded: {exc.code}"
@@ -196,8 +199,8 @@ def router(ctx: Ctx) -> APIRouter:
         elif body.mode == "vector":
             raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", "no embedding model is configured for this API")
         vector = blended or own
-        params = q.SearchParams(body.query, vector, model, body.k, _ms(body.as_of), body.mode, tau, abstain,
-                                own if blended else None)  # fmt: skip
+        params = q.SearchParams(body.query, vector, model, body.k, as_of, body.mode, tau, abstain,
+                                own if blended else None, question)  # fmt: skip
         result = await q.search(ctx.pool, m, params, cfg)
         served_by = model if vector is not None else None
         return result.model_copy(update={"embedding_model": served_by, "degraded": degraded})

@@ -78,12 +78,32 @@ async def known_terms(conn: Any, m: Memory, query: str) -> list[str]:
 _PRONOUN = re.compile(r"\b(?:i|we|you|he|she|they|me|my|our)\b")
 
 
+@dataclass(frozen=True)
+class Question:
+    """A question as read once at ``as_of``: its temporal intent, and the text searched and embedded
+    (``content_query``)."""
+
+    query: str
+    as_of: int
+    intent: TemporalIntent
+    text: str
+
+
+def read_question(query: str, as_of: int) -> Question:
+    """``query``'s dates parsed once (``parse_temporal``), for the embedding and the search alike."""
+    intent = parse_temporal(query, as_of)
+    return Question(query, as_of, intent, _without_dates(query, intent))
+
+
 def content_query(query: str, as_of: int) -> str:
     """The question without its date phrases ("in March", "last weekend", "now"): they say when to
     look, not what, and only dilute its vector and its lexemes. Verb cues ("stayed", "did I live") stay:
     "Who stayed with me last weekend?" must not be searched as "Who with me?"."""
+    return read_question(query, as_of).text
+
+
+def _without_dates(query: str, intent: TemporalIntent) -> str:
     text = query
-    intent = parse_temporal(query, as_of)
     for c in intent.cues:
         if c != intent.verb_cue and not _PRONOUN.search(c):
             text = re.sub(rf"\b{re.escape(c)}\b", " ", text, flags=re.IGNORECASE)
@@ -142,6 +162,9 @@ class SearchParams:
     # The question's own vector when ``vector`` is a blend (governance/kmms/statement.py): what the hits'
     # similarities, their confidence and abstention are read against.
     own_vector: list[float] | None = None
+    # The question as the caller read it to embed it (``read_question``), so its dates are parsed once; read here
+    # when None, or when it is another question's or read at another time than ``as_of``.
+    question: Question | None = None
 
 
 def _hit_from_node(
@@ -179,8 +202,9 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
     started = time.perf_counter()
     now = int(time.time() * 1000)
     as_of = sp.as_of if sp.as_of is not None else now
-    intent = parse_temporal(sp.query, as_of)
-    text = content_query(sp.query, as_of)
+    given = sp.question
+    question = given if given and (given.query, given.as_of) == (sp.query, as_of) else read_question(sp.query, as_of)
+    intent, text = question.intent, question.text
     current_query = intent.kind in ("CURRENT", "UNSPECIFIED")
     start = intent.start_ms if intent.kind == "WINDOW" else None
     # A session can tell of the window's events up to a week after it ("last weekend I bought...").

@@ -242,6 +242,25 @@ def test_the_search_text_keeps_the_verb_and_drops_the_date(question: str, search
     assert content_query(question, ASKED_MS) == searched
 
 
+def test_a_question_is_read_once_for_its_intent_and_its_search_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API reads a question once (``read_question``) and hands it to the search with its vector: the intent and
+    the text searched and embedded come from one parse of its dates."""
+    from projections.kmms import queries
+
+    calls: list[str] = []
+    real = queries.parse_temporal
+
+    def counted(query: str, at: int) -> TemporalIntent:
+        calls.append(query)
+        return real(query, at)
+
+    monkeypatch.setattr(queries, "parse_temporal", counted)
+    question = queries.read_question("What did I buy last weekend?", ASKED_MS)
+    assert calls == ["What did I buy last weekend?"]
+    assert question.intent == parse_temporal("What did I buy last weekend?", ASKED_MS)
+    assert (question.intent.kind, question.text, question.as_of) == ("WINDOW", "What did I buy ?", ASKED_MS)
+
+
 @pytest.mark.parametrize(
     ("question", "span"),
     [
