@@ -79,11 +79,6 @@ def fusion_weights(rankings: list[list[str]], mode: Mode, text_weight: float) ->
     return [1.0, text_weight] if mode == "hybrid" and len(rankings) == 2 else None
 
 
-async def ranked_ids(conn: Conn, sql: str, params: dict[str, Any]) -> list[str]:
-    cur = await conn.execute(sql, params)  # type: ignore[arg-type]
-    return [str(r[0]) for r in await cur.fetchall()]
-
-
 async def _distances(conn: Conn, sql: str, params: dict[str, Any]) -> list[tuple[str, float]]:
     cur = await conn.execute(sql, params)  # type: ignore[arg-type]
     return [(str(r[0]), float(r[1])) for r in cast(list[Any], await cur.fetchall())]
