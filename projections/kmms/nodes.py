@@ -41,10 +41,9 @@ def _bm25_nodes(where: str, p: dict[str, Any]) -> tuple[str, str]:
     p["cap"] = BM25_CANDIDATES
     kept = kept_stats(p, "nodes")
     if kept is not None:
-        p |= {"bm25_total": kept[0], "bm25_avg": kept[1] if kept[1] > 0 else 1.0}
+        p |= {"bm25_total": kept[0], "bm25_avg": kept[1]}
         return bm25_ranking(candidates, QUERY_TERMS), ""
-    avg = "(SELECT CASE WHEN st.avg > 0 THEN st.avg ELSE 1 END FROM st)"
-    return bm25_ranking(candidates, QUERY_TERMS, "(SELECT st.total FROM st)", avg), NODE_STATS
+    return bm25_ranking(candidates, QUERY_TERMS, "(SELECT st.total FROM st)", "(SELECT st.avg FROM st)"), NODE_STATS
 
 
 @dataclass(frozen=True)

@@ -363,7 +363,7 @@ async def bm25_ranked(conn: Conn, candidates: str, terms: str, p: dict[str, Any]
                       avg_len: float) -> list[str]:  # fmt: skip
     """The ``p["n"]`` best of ``candidates`` by BM25 (``bm25_ranking``: rows of id, length in lexemes and tsvector,
     ``terms`` the query's lexemes); ``total`` and ``avg_len``: the corpus' (the memory's units or nodes)."""
-    bm25 = {"bm25_total": total, "bm25_avg": avg_len if avg_len > 0 else 1.0}
+    bm25 = {"bm25_total": total, "bm25_avg": avg_len}
     cur = await conn.execute(bm25_ranking(candidates, terms), {**p, **bm25})  # type: ignore[arg-type]
     return [str(r[0]) for r in await cur.fetchall()]
 

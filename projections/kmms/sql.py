@@ -77,11 +77,13 @@ def bm25_ranking(candidates: str, terms: str, total: str = "%(bm25_total)s::floa
     ``candidates``: a statement of rows (id, lexemes: the candidate's length, terms: its tsvector holding at least
     the query's lexemes, e.g. ``query_terms_of``); ``terms``: SQL of the query's lexemes (a text[]). ``total`` and
     ``avg``: SQL of the corpus' number of documents and their average length (the memory's units or nodes; by
-    default the parameters ``bm25_total`` and ``bm25_avg``). The formula is ``governance.kmms.bm25.bm25``'s, idf
-    from the candidates' document frequencies, K1 and B its constants; ``tests/integration/test_kmms_node_text.py``
-    holds the two to the same ranking. Postgres scores the candidates where they are: read into Python, each
-    candidate's row and terms cost about 8 us of the API's one busy thread (3-4 ms of a LoCoMo search)."""
+    default the parameters ``bm25_total`` and ``bm25_avg``; an average of 0 or less counts as 1). The formula is
+    ``governance.kmms.bm25.bm25``'s, idf from the candidates' document frequencies, K1 and B its constants;
+    ``tests/integration/test_kmms_node_text.py`` holds the two to the same ranking. Postgres scores the candidates
+    where they are: read into Python, each candidate's row and terms cost about 8 us of the API's one busy thread
+    (3-4 ms of a LoCoMo search)."""
     k1, b = f"{K1!r}::float8", f"{B!r}::float8"
+    avg_len = f"(CASE WHEN {avg} > 0 THEN {avg} ELSE 1 END)"  # as bm25(): an empty corpus averages 1
     return (
         f"WITH c AS MATERIALIZED ({candidates}), "
         "t AS (SELECT c.id, c.lexemes, x.lexeme, coalesce(array_length(x.positions, 1), 1)::float8 AS f "
@@ -89,7 +91,7 @@ def bm25_ranking(candidates: str, terms: str, total: str = "%(bm25_total)s::floa
         "df AS (SELECT t.lexeme, count(*)::float8 AS df FROM t GROUP BY t.lexeme), "
         f"n AS (SELECT greatest({total}, count(*), 1) AS n FROM c) "
         "SELECT c.id FROM c LEFT JOIN (SELECT t.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)) * t.f "
-        f"* ({k1} + 1) / (t.f + {k1} * (1 - {b} + {b} * t.lexemes / {avg}))) AS s "
+        f"* ({k1} + 1) / (t.f + {k1} * (1 - {b} + {b} * t.lexemes / {avg_len}))) AS s "
         "FROM t JOIN df USING (lexeme) CROSS JOIN n GROUP BY t.id) sc USING (id) "
         'ORDER BY coalesce(sc.s, 0) DESC, c.id COLLATE "C" LIMIT %(n)s'
     )
