@@ -134,7 +134,7 @@ def test_dashboard_live_votes_decision_tenant_isolation_and_screenshot(stack: St
     anomaly(authors[0], f"Nightly export {unique('job')} stalls on the orders table", domain="technology")
     anomaly(authors[1], f"Invoice queue {unique('q')} doubles at month end", domain="finance")
     caml(stack, other, unique("checker")).validate(oid, "CONFIRMED")
-    page.wait_for_function("document.querySelectorAll('#reputation tbody tr[data-claw]').length >= 2")
+    page.locator("#reputation tbody tr[data-claw]").nth(1).wait_for()  # two rows at least
     page.wait_for_selector("#rep-history:not([hidden]) .uplot")
     assert other_page.locator(f"#observations [data-observation-id='{oid}']").count() == 0
 
@@ -182,8 +182,21 @@ def check_graph_fits(page: Page) -> None:
             return tl.x < 0 || tl.y < 0 || br.x > box.width || br.y > box.height;
         });
     }"""
-    try:
-        page.wait_for_function(f"({outside})().length === 0", timeout=15_000)
-    except playwright_api.TimeoutError:
+    if not poll(page, f"() => ({outside})().length === 0", timeout_ms=15_000):
         pytest.fail(f"graph nodes outside the panel: {page.evaluate(outside)}")
     page.wait_for_timeout(500)  # the last fit drawn
+
+
+def poll(page: Page, predicate: str, timeout_ms: int) -> bool:
+    """Whether ``predicate`` (a JavaScript function) returned true within ``timeout_ms``, asked every 100 ms.
+
+    Not ``page.wait_for_function``: once its first try is false, Playwright polls at each animation
+    frame by evaluating the predicate's text in the page (``globalThis.eval``), which the dashboard's
+    Content-Security-Policy (``script-src 'self'``, no ``'unsafe-eval'``) refuses with an EvalError, so
+    that wait failed whenever the layout had not settled at the first try. ``page.evaluate`` runs through
+    the browser's debugging protocol, which the page's policy does not govern."""
+    for _ in range(max(1, timeout_ms // 100)):
+        if page.evaluate(predicate):
+            return True
+        page.wait_for_timeout(100)
+    return bool(page.evaluate(predicate))
