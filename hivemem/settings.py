@@ -178,6 +178,7 @@ def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
             raise ValueError(f"{name} must be an integer, not {raw!r}") from None
 
     said = env.get("HIVEMEM_KMMS_SAID_TEXT")
+    neighbours = env.get("HIVEMEM_KMMS_TEXT_NEIGHBOURS")
     voice = VoiceWeights(asked=num("HIVEMEM_KMMS_VOICE_ASKED", d.voice.asked),
                          told=num("HIVEMEM_KMMS_VOICE_TOLD", d.voice.told),
                          reply=num("HIVEMEM_KMMS_VOICE_REPLY", d.voice.reply))  # fmt: skip
@@ -187,6 +188,7 @@ def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
         voice=voice,
         # Any value but 0, false or no turns it on.
         said_text=d.said_text if said is None else said.strip() not in ("0", "false", "no"),
+        text_neighbours=d.text_neighbours if neighbours is None else neighbours.strip() not in ("0", "false", "no"),
         split_window=whole("HIVEMEM_KMMS_SPLIT_WINDOW", d.split_window),
         feedback_beta=num("HIVEMEM_KMMS_FEEDBACK", d.feedback_beta),
         common_share=num("HIVEMEM_KMMS_COMMON_LEXEME", d.common_share),

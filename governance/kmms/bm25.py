@@ -8,17 +8,22 @@ candidates, term frequency from each ``tsvector``'s positions, length in lexemes
 ``length(tsv)``, the measure the memory's average is taken in). The search runs it in SQL, where the
 candidates are (``projections.kmms.sql.bm25_ranking``, with ``K1`` and ``B`` from here);
 ``tests/integration/test_kmms_node_text.py`` holds that SQL to this function's ranking.
+
+A unit is read with its neighbours (``windows``): its terms and those of the units before and after it in its
+episode, its length and theirs. In SQL: ``kmms.unit_window_terms`` (migration 30), held to ``windows`` by
+``tests/integration/test_kmms_text_neighbours.py``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 K1, B = 1.2, 0.75
 
 
-def bm25(terms: Sequence[str], docs: Iterable[tuple[str, Mapping[str, int], int]], total_docs: int,
+def bm25(terms: Sequence[str], docs: Iterable[tuple[str, Mapping[str, int], float]], total_docs: int,
          avg_len: float) -> list[tuple[str, float]]:  # fmt: skip
     """(doc id, score), best first (ties by id). ``docs``: (id, frequencies of the query's terms, length).
     ``total_docs``/``avg_len``: of the whole memory."""
@@ -43,3 +48,39 @@ def rare_terms(terms: Sequence[str], common: Collection[str]) -> list[str]:
     share of the units, which BM25 weighs at next to nothing and which would make the candidates every recent
     unit). Empty when no term is left: full text has nothing to rank by."""
     return [t for t in terms if t not in common]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A unit holding at least one of the query's terms: its place in its episode, the frequencies of the query's
+    terms in it and its length in lexemes."""
+
+    unit_id: str
+    episode_id: str
+    ordinal: int
+    tf: Mapping[str, int]
+    length: int
+
+
+def windows(candidates: Sequence[Candidate], avg_len: float) -> list[tuple[str, dict[str, int], float]]:
+    """Each candidate as a BM25 document (``bm25``'s ``docs``) read with its neighbours, the units just before and
+    after it in its episode: their term frequencies summed, their lengths summed. A neighbour that is no candidate
+    holds none of the query's terms: it adds no term, and ``avg_len`` (the memory's average unit length) unless
+    it cannot exist (before a first unit; whether a unit is its episode's last is not known here, so a next
+    neighbour always counts)."""
+    at = {(c.episode_id, c.ordinal): c for c in candidates}
+    out = []
+    for c in candidates:
+        tf, length = dict(c.tf), float(c.length)
+        for ordinal in (c.ordinal - 1, c.ordinal + 1):
+            if ordinal < 0:
+                continue
+            n = at.get((c.episode_id, ordinal))
+            if n is None:
+                length += avg_len
+                continue
+            length += n.length
+            for t, f in n.tf.items():
+                tf[t] = tf.get(t, 0) + f
+        out.append((c.unit_id, tf, length))
+    return out

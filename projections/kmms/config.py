@@ -20,6 +20,9 @@ class SearchConfig:
     # vector 1, k = 10: session recall@5 0.855 with the other rules off; the seed's k = 60 and weight 0.25: 0.714).
     text_weight: float = 2.0
     rrf_k: int = 10
+    # Full text ranks each unit with its neighbours in the episode, the unit before and after it
+    # (HIVEMEM_KMMS_TEXT_NEIGHBOURS; 0: off): a window of three units, one BM25 document.
+    text_neighbours: bool = True
     # The voices' distance adjustments on a question about the user (HIVEMEM_KMMS_VOICE_ASKED/_TOLD/_REPLY; 0: off).
     voice: VoiceWeights = field(default_factory=lambda: VoiceWeights(asked=0.0, told=0.0, reply=0.0))
     # On a question about the user's life, full text ranks the words the user said only (HIVEMEM_KMMS_SAID_TEXT).

@@ -194,3 +194,45 @@ def kmms_term_counts_migration() -> list[str]:
             f"GRANT EXECUTE ON FUNCTION kmms.{name}({_TERM_COUNTS_ARGS}) TO {APP_ROLE}")),
         f"DROP FUNCTION IF EXISTS kmms.unit_text_matches({_TEXT_MATCHES_ARGS})",
     ]  # fmt: skip
+
+
+_WINDOW_TERMS_ARGS = f"{_TERM_COUNTS_ARGS}, double precision"
+
+
+def _window_terms(name: str) -> str:
+    # The units holding one of the query's lexemes (``m``, capped as ``unit_text_terms``'s), each read with its
+    # neighbours in the episode (ordinal - 1 and + 1): its terms and theirs (tsvectors cut to the query's lexemes,
+    # concatenated), its length and theirs. A neighbour outside ``m`` holds none of the query's lexemes: it adds no
+    # term, and the memory's average unit length (``p_avg``) unless it is known to be absent (before ordinal 0).
+    return f"""CREATE OR REPLACE FUNCTION kmms.{name}(p_claw text, p_scope text, p_query tsquery, p_terms text[],
+                p_start bigint, p_bound bigint, p_thread text, p_cap integer, p_avg double precision)
+                RETURNS TABLE (unit_id text, lexemes double precision, terms tsvector)
+            LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+            BEGIN
+                RETURN QUERY EXECUTE 'WITH m AS MATERIALIZED (SELECT u.unit_id, u.episode_id, u.ordinal, u.lexemes,
+                        ts_filter(setweight(setweight(u.tsv, ''D''), ''A'', $4), ''{{a}}'') AS terms
+                    FROM kmms.kmms_units u
+                    WHERE u.tenant = current_setting(''hivemem.tenant'', true) AND u.claw_id = $1 AND u.scope = $2
+                    AND u.occurred_at >= $5 AND u.occurred_at <= $6 AND ($7::text IS NULL OR u.thread_id = $7)
+                    AND u.tsv @@ $3 ORDER BY u.occurred_at DESC, u.unit_id LIMIT $8)
+                SELECT c.unit_id, c.lexemes + CASE WHEN c.ordinal = 0 THEN 0 ELSE coalesce(b.lexemes, $9) END
+                        + coalesce(a.lexemes, $9),
+                    coalesce(b.terms, ''''::tsvector) || c.terms || coalesce(a.terms, ''''::tsvector)
+                FROM m c LEFT JOIN m b ON b.episode_id = c.episode_id AND b.ordinal = c.ordinal - 1
+                LEFT JOIN m a ON a.episode_id = c.episode_id AND a.ordinal = c.ordinal + 1'
+                USING p_claw, p_scope, p_query, p_terms, p_start, p_bound, p_thread, p_cap, p_avg;
+            END $$"""
+
+
+def kmms_unit_windows_migration() -> list[str]:
+    """``kmms.unit_window_terms``: full text's candidates read with their neighbours. A unit (a turn of a
+    conversation, a round) ranks by BM25 over its words and those of the units before and after it in the same
+    episode: an answer ("Yes, a sunset over the lake") shares few words with the question ("What did Melanie
+    paint?"), the turn before it ("Did you paint anything lately, Melanie?") shares them (docs/kmms.md, "How the
+    ranking was chosen"). The arguments of ``unit_text_terms`` (migration 29) and the memory's average unit length;
+    the same rows, so ``bm25_ranking`` ranks either."""
+    return [
+        _window_terms("unit_window_terms"),
+        f"REVOKE EXECUTE ON FUNCTION kmms.unit_window_terms({_WINDOW_TERMS_ARGS}) FROM PUBLIC",
+        f"GRANT EXECUTE ON FUNCTION kmms.unit_window_terms({_WINDOW_TERMS_ARGS}) TO {APP_ROLE}",
+    ]

@@ -122,7 +122,8 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             side = dict(p)
             near, by_text = await side_by_side(conn, pool, m.tenant, _nearest(conn, where, p, 3 * n, window),
                                                  lambda c: _bm25_units(c, side, prune=True, said=said,
-                                                                       common_share=cfg.common_share))  # fmt: skip
+                                                                       common_share=cfg.common_share,
+                                                                       neighbours=cfg.text_neighbours))  # fmt: skip
         else:
             near = await _nearest(conn, where, p, 3 * n, window)
         best: dict[str, float] = {}  # unit -> its best (voice-adjusted) distance: its first row's
@@ -135,7 +136,9 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             known = {u: 1.0 - d for u, d in best.items()}
     if wants_text:
         if by_text is None:
-            by_text = await _bm25_units(conn, p, prune=bool(rankings), said=said, common_share=cfg.common_share)
+            by_text = await _bm25_units(
+                conn, p, prune=bool(rankings), said=said, common_share=cfg.common_share, neighbours=cfg.text_neighbours
+            )
         rankings.append(by_text)
     fused = rrf(rankings, k=cfg.rrf_k, weights=fusion_weights(rankings, mode, cfg.text_weight))[:n]
     if not fused:
@@ -188,9 +191,11 @@ BM25_CANDIDATES = 2_000  # units holding a query lexeme, ranked in Python; a mem
 # units), and a minute of new units moves an idf or the average length by a fraction of a percent.
 EXACT_STATS_BELOW = 5_000
 STATS_TTL_S = 60.0
-# (memory, corpus) -> (monotonic time, units, their average length, units with words of the owner's, their average
-# length); of the nodes: (time, nodes, their average length, 0, 1.0)
-_stats: dict[tuple[str, str, str, str], tuple[float, int, float, int, float]] = {}
+# A memory's corpus' BM25 statistics: its units, their average length in lexemes, the units with words of the
+# owner's and their average length, and the average length of a unit's window (``_corpus_stats``); of the nodes:
+# (nodes, their average length, 0, 1.0, their average length). Kept as (memory, corpus) -> (monotonic time, *stats).
+Bm25Stats = tuple[int, float, int, float, float]
+_stats: dict[tuple[str, str, str, str], tuple[float, int, float, int, float, float]] = {}
 
 
 async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int,
@@ -297,29 +302,34 @@ async def _lexemes_and_common(conn: Conn, p: dict[str, Any], said: bool,
     return terms, common
 
 
-async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> tuple[int, float, int, float]:
-    """A memory's units and their average full-text length; those with words of the owner's, and theirs."""
+async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> Bm25Stats:
+    """A memory's units and their average full-text length; those with words of the owner's, and theirs; and the
+    average length of a unit's window (it and its neighbours in the episode, ``kmms.unit_window_terms``): three
+    units a window, less two for each episode's first and last (a unit alone in its episode is its own window),
+    each unit of the average length."""
     if "stats" in p:  # read already by this search (``unit_candidates``)
         return p["stats"]  # type: ignore[no-any-return]
     return await bm25_stats(conn, p, "units", (
         "SELECT count(*), coalesce(avg(u.lexemes), 1), count(*) FILTER (WHERE u.said <> ''), "
-        "coalesce(avg(u.said_lexemes) FILTER (WHERE u.said <> ''), 1) FROM kmms.kmms_units u WHERE "
-        "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"))  # fmt: skip
+        "coalesce(avg(u.said_lexemes) FILTER (WHERE u.said <> ''), 1), "
+        "coalesce(avg(u.lexemes) * (3 - 2 * count(*) FILTER (WHERE u.ordinal = 0)::float8 / count(*)), 1) "
+        "FROM kmms.kmms_units u WHERE u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"))  # fmt: skip
 
 
-async def bm25_stats(conn: Conn, p: dict[str, Any], corpus: str, sql: str) -> tuple[int, float, int, float]:
+async def bm25_stats(conn: Conn, p: dict[str, Any], corpus: str, sql: str) -> Bm25Stats:
     """BM25's statistics of one of the memory's corpora (``corpus``: its units or its nodes), read by ``sql``
     (count and average length first), exactly while the corpus is small and kept ``STATS_TTL_S`` once it is not."""
     cached = kept_stats(p, corpus)
     if cached is not None:
         return cached
     row = await (await conn.execute(sql, p)).fetchone()  # type: ignore[arg-type]
-    got = (int(str(row[0])), float(str(row[1])), int(str(row[2])), float(str(row[3]))) if row else (0, 1.0, 0, 1.0)
+    got = ((int(str(row[0])), float(str(row[1])), int(str(row[2])), float(str(row[3])), float(str(row[4])))
+           if row else (0, 1.0, 0, 1.0, 1.0))  # fmt: skip
     keep_stats(p, corpus, got)
     return got
 
 
-def kept_stats(p: dict[str, Any], corpus: str) -> tuple[int, float, int, float] | None:
+def kept_stats(p: dict[str, Any], corpus: str) -> Bm25Stats | None:
     """A large corpus' statistics as read less than ``STATS_TTL_S`` ago (``bm25_stats``); None: read them now."""
     cached = _stats.get((str(p["t"]), str(p["c"]), str(p["s"]), corpus))
     if cached is not None and cached[1] >= EXACT_STATS_BELOW and time.monotonic() - cached[0] < STATS_TTL_S:
@@ -327,7 +337,7 @@ def kept_stats(p: dict[str, Any], corpus: str) -> tuple[int, float, int, float] 
     return None
 
 
-def keep_stats(p: dict[str, Any], corpus: str, got: tuple[int, float, int, float]) -> None:
+def keep_stats(p: dict[str, Any], corpus: str, got: Bm25Stats) -> None:
     """Statistics just read, for ``kept_stats``."""
     if len(_stats) > 10_000:  # a bound, not an LRU: the API serves many memories, each re-read at its next search
         _stats.clear()
@@ -335,16 +345,19 @@ def keep_stats(p: dict[str, Any], corpus: str, got: tuple[int, float, int, float
 
 
 async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: bool = False,
-                      common_share: float = DEFAULT.common_share) -> list[str]:  # fmt: skip
+                      common_share: float = DEFAULT.common_share, neighbours: bool = DEFAULT.text_neighbours,
+                      ) -> list[str]:  # fmt: skip
     """Units by BM25; with ``prune`` (a vector ranking stands beside it), a large memory's common lexemes left
     out (those more than ``common_share`` of its units hold). Full text alone (mode ``text``) keeps every lexeme:
     it is all there is. With ``said``, over the words the memory's owner said in each unit only
-    (``kmms_units.said``, migration 27)."""
-    # Through kmms.unit_text_terms or unit_said_terms (migration 29): under row-level security a plain query could
-    # not use the text index. They apply the same memory, time and thread conditions as ``where``, and return of each
-    # candidate's tsvector only the query's terms.
-    units, avg_units, owners, avg_owners = await _corpus_stats(conn, p)
-    total, avg_len = (owners, avg_owners) if said else (units, avg_units)
+    (``kmms_units.said``, migration 27); otherwise, with ``neighbours``, each unit read with the units before and
+    after it in its episode (``kmms.unit_window_terms``, migration 30)."""
+    # Through kmms.unit_text_terms, unit_window_terms or unit_said_terms (migrations 29, 30): under row-level
+    # security a plain query could not use the text index. They apply the same memory, time and thread conditions
+    # as ``where``, and return of each candidate's tsvector only the query's terms.
+    neighbours = neighbours and not said
+    units, avg_units, owners, avg_owners, avg_windows = await _corpus_stats(conn, p)
+    total, avg_len = (owners, avg_owners) if said else (units, avg_windows if neighbours else avg_units)
     query, tsq, ranked_by = f"{OR_TSQUERY}, ", "qq.q", QUERY_TERMS  # select by, and rank by, every query lexeme
     if prune and total >= EXACT_STATS_BELOW and common_share < 1:
         terms, common = await _lexemes_and_common(conn, p, said, common_share)
@@ -353,9 +366,12 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
             return []
         query, tsq, ranked_by = "", "%(rare)s::tsquery", "%(rare_terms)s::text[]"
         p = {**p, "rare": or_query(rare), "rare_terms": rare}
-    fn = "unit_said_terms" if said else "unit_text_terms"
+    fn = "unit_said_terms" if said else "unit_window_terms" if neighbours else "unit_text_terms"
+    # A window's neighbour that holds none of the query's lexemes counts the memory's average length.
+    avg_arg = ", %(avg_unit)s::float8" if neighbours else ""
     candidates = (f"SELECT m.unit_id AS id, m.lexemes, m.terms FROM {query}kmms.{fn}(%(c)s, %(s)s, {tsq}, "
-                  f"{QUERY_TERMS}, %(start)s, %(bound)s, %(th)s, %(cap)s) m")  # fmt: skip
+                  f"{QUERY_TERMS}, %(start)s, %(bound)s, %(th)s, %(cap)s{avg_arg}) m")  # fmt: skip
+    p = {**p, "avg_unit": avg_units}
     return await bm25_ranked(conn, candidates, ranked_by, {**p, "cap": BM25_CANDIDATES}, total, avg_len)
 
 

@@ -55,7 +55,7 @@ def test_the_search_settings_default_to_todays_values() -> None:
     assert (DEFAULT.recency, DEFAULT.same_topic, DEFAULT.fact_topic, DEFAULT.change_similarity) == (0.0, 2.0, 0.3, 0.3)
     assert (DEFAULT.window_margin, DEFAULT.drill_similarity, DEFAULT.drill_weight) == (0.15, 2.0, 1.0)
     assert (DEFAULT.tau, DEFAULT.abstain_below) == (queries.TAU, queries.ABSTAIN_BELOW)
-    assert DEFAULT.statement_weight == 0.0
+    assert DEFAULT.statement_weight == 0.0 and DEFAULT.text_neighbours is True
 
 
 def test_each_variable_sets_its_knob() -> None:
@@ -65,7 +65,8 @@ def test_each_variable_sets_its_knob() -> None:
            "HIVEMEM_KMMS_COMMON_LEXEME": "1", "HIVEMEM_KMMS_RECENCY": "0.05", "HIVEMEM_KMMS_SAME_TOPIC": "0.45",
            "HIVEMEM_KMMS_FACT_TOPIC": "0.4", "HIVEMEM_KMMS_NAMED_CHANGE": "2", "HIVEMEM_KMMS_WINDOW_MARGIN": "0.2",
            "HIVEMEM_KMMS_DRILL": "0.35", "HIVEMEM_KMMS_DRILL_WEIGHT": "0.5", "HIVEMEM_KMMS_TAU": "0.5",
-           "HIVEMEM_KMMS_ABSTAIN": "0.25", "HIVEMEM_KMMS_STATEMENT": "0.5"}  # fmt: skip
+           "HIVEMEM_KMMS_ABSTAIN": "0.25", "HIVEMEM_KMMS_STATEMENT": "0.5",
+           "HIVEMEM_KMMS_TEXT_NEIGHBOURS": "0"}  # fmt: skip
     cfg = search_config_from_env(env)
     changed = {f.name for f in fields(SearchConfig) if getattr(cfg, f.name) != getattr(DEFAULT, f.name)}
     assert changed == {f.name for f in fields(SearchConfig)}
@@ -76,6 +77,8 @@ def test_each_variable_sets_its_knob() -> None:
 def test_said_text_is_on_for_any_other_value(off: str) -> None:
     assert search_config_from_env({"HIVEMEM_KMMS_SAID_TEXT": off}).said_text is False
     assert search_config_from_env({"HIVEMEM_KMMS_SAID_TEXT": "yes"}).said_text is True
+    assert search_config_from_env({"HIVEMEM_KMMS_TEXT_NEIGHBOURS": off}).text_neighbours is False
+    assert search_config_from_env({"HIVEMEM_KMMS_TEXT_NEIGHBOURS": "1"}).text_neighbours is True
 
 
 BAD = [
