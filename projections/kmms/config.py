@@ -44,8 +44,9 @@ class SearchConfig:
     # change word (HIVEMEM_KMMS_NAMED_CHANGE; > 1: off).
     change_similarity: float = 0.30
     # A round outside a question's time window this much more similar than the window's best comes first
-    # (HIVEMEM_KMMS_WINDOW_MARGIN; > 1: off).
-    window_margin: float = 0.15
+    # (HIVEMEM_KMMS_WINDOW_MARGIN; > 1: off; 0.15 as written). Off since 2026-11-28: on LoCoMo's dated questions
+    # ("What new hobby did James become interested in on 9 July, 2022?") it put rounds of other dates first.
+    window_margin: float = 2.0
     # A fact drills to its episodes when at least this similar to the question (HIVEMEM_KMMS_DRILL; > 1: off), its
     # episodes fused as a reciprocal-rank list of this weight (HIVEMEM_KMMS_DRILL_WEIGHT; the vectors': 1.0).
     drill_similarity: float = 2.0

@@ -106,11 +106,12 @@ RULES_ON: dict[str, dict[str, Any]] = {
     "voices": {"voice": VoiceWeights(asked=0.10, told=0.10, reply=0.20), "said_text": True},
     "newest_first": {"same_topic": 0.45, "recency": 0.05},
     "drill": {"drill_similarity": 0.35},
+    "window_margin": {"window_margin": 0.15},
     # The fusion the rules above were written with, before public data chose text 2 : vector 1 with k = 10.
     "seed_fusion": {"text_weight": 0.25, "rrf_k": 60},
 }
 # Every rule on, as they were written (for bench/memory_corpus.py): the scenario each rule's test was built on.
-SEED_RULES = ("feedback", "voices", "newest_first", "drill", "seed_fusion")
+SEED_RULES = ("feedback", "voices", "newest_first", "drill", "window_margin", "seed_fusion")
 
 
 def with_rules(rules: Sequence[str] = ()) -> SearchConfig:

@@ -53,7 +53,7 @@ def test_the_search_settings_default_to_todays_values() -> None:
     assert (DEFAULT.said_text, DEFAULT.split_window, DEFAULT.feedback_beta, DEFAULT.common_share) == (
         False, 4000, 0.0, 0.01)  # fmt: skip
     assert (DEFAULT.recency, DEFAULT.same_topic, DEFAULT.fact_topic, DEFAULT.change_similarity) == (0.0, 2.0, 0.3, 0.3)
-    assert (DEFAULT.window_margin, DEFAULT.drill_similarity, DEFAULT.drill_weight) == (0.15, 2.0, 1.0)
+    assert (DEFAULT.window_margin, DEFAULT.drill_similarity, DEFAULT.drill_weight) == (2.0, 2.0, 1.0)
     assert (DEFAULT.tau, DEFAULT.abstain_below) == (queries.TAU, queries.ABSTAIN_BELOW)
     assert DEFAULT.statement_weight == 0.0 and DEFAULT.text_neighbours is True
 
