@@ -202,8 +202,9 @@ _WINDOW_TERMS_ARGS = f"{_TERM_COUNTS_ARGS}, double precision"
 def _window_terms(name: str) -> str:
     # The units holding one of the query's lexemes (``m``, capped as ``unit_text_terms``'s), each read with its
     # neighbours in the episode (ordinal - 1 and + 1): its terms and theirs (tsvectors cut to the query's lexemes,
-    # concatenated), its length and theirs. A neighbour outside ``m`` holds none of the query's lexemes: it adds no
-    # term, and the memory's average unit length (``p_avg``) unless it is known to be absent (before ordinal 0).
+    # concatenated; its positions of weight A, theirs of weight B, which BM25 counts at NEIGHBOUR_WEIGHT), its
+    # length and theirs. A neighbour outside ``m`` holds none of the query's lexemes: it adds no term, and the
+    # memory's average unit length (``p_avg``) unless it is known to be absent (before ordinal 0).
     return f"""CREATE OR REPLACE FUNCTION kmms.{name}(p_claw text, p_scope text, p_query tsquery, p_terms text[],
                 p_start bigint, p_bound bigint, p_thread text, p_cap integer, p_avg double precision)
                 RETURNS TABLE (unit_id text, lexemes double precision, terms tsvector)
@@ -217,7 +218,8 @@ def _window_terms(name: str) -> str:
                     AND u.tsv @@ $3 ORDER BY u.occurred_at DESC, u.unit_id LIMIT $8)
                 SELECT c.unit_id, c.lexemes + CASE WHEN c.ordinal = 0 THEN 0 ELSE coalesce(b.lexemes, $9) END
                         + coalesce(a.lexemes, $9),
-                    coalesce(b.terms, ''''::tsvector) || c.terms || coalesce(a.terms, ''''::tsvector)
+                    setweight(coalesce(b.terms, ''''::tsvector), ''B'') || c.terms
+                        || setweight(coalesce(a.terms, ''''::tsvector), ''B'')
                 FROM m c LEFT JOIN m b ON b.episode_id = c.episode_id AND b.ordinal = c.ordinal - 1
                 LEFT JOIN m a ON a.episode_id = c.episode_id AND a.ordinal = c.ordinal + 1'
                 USING p_claw, p_scope, p_query, p_terms, p_start, p_bound, p_thread, p_cap, p_avg;

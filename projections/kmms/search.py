@@ -312,7 +312,7 @@ async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> Bm25Stats:
     return await bm25_stats(conn, p, "units", (
         "SELECT count(*), coalesce(avg(u.lexemes), 1), count(*) FILTER (WHERE u.said <> ''), "
         "coalesce(avg(u.said_lexemes) FILTER (WHERE u.said <> ''), 1), "
-        "coalesce(avg(u.lexemes) * (3 - 2 * count(*) FILTER (WHERE u.ordinal = 0)::float8 / count(*)), 1) "
+        "coalesce(avg(u.lexemes) * (3 - 2 * count(*) FILTER (WHERE u.ordinal = 0)::float8 / greatest(count(*), 1)), 1) "
         "FROM kmms.kmms_units u WHERE u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"))  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from psycopg import AsyncConnection
 
-from governance.kmms.bm25 import K1, B
+from governance.kmms.bm25 import K1, NEIGHBOUR_WEIGHT, B
 from governance.kmms.units import MAX_SENTENCES, SENTENCE
 
 Conn = AsyncConnection[tuple[object, ...]]
@@ -75,7 +75,8 @@ def bm25_ranking(candidates: str, terms: str, total: str = "%(bm25_total)s::floa
     """SQL: the ``%(n)s`` best of ``candidates`` by Okapi BM25, best first, ties by id (codepoint order).
 
     ``candidates``: a statement of rows (id, lexemes: the candidate's length, terms: its tsvector holding at least
-    the query's lexemes, e.g. ``query_terms_of``); ``terms``: SQL of the query's lexemes (a text[]). ``total`` and
+    the query's lexemes, e.g. ``query_terms_of``, its positions of weight A; a window's neighbours' of weight B,
+    which count ``NEIGHBOUR_WEIGHT`` each); ``terms``: SQL of the query's lexemes (a text[]). ``total`` and
     ``avg``: SQL of the corpus' number of documents and their average length (the memory's units or nodes; by
     default the parameters ``bm25_total`` and ``bm25_avg``; an average of 0 or less counts as 1). The formula is
     ``governance.kmms.bm25.bm25``'s, idf from the candidates' document frequencies, K1 and B its constants;
@@ -86,7 +87,10 @@ def bm25_ranking(candidates: str, terms: str, total: str = "%(bm25_total)s::floa
     avg_len = f"(CASE WHEN {avg} > 0 THEN {avg} ELSE 1 END)"  # as bm25(): an empty corpus averages 1
     return (
         f"WITH c AS MATERIALIZED ({candidates}), "
-        "t AS (SELECT c.id, c.lexemes, x.lexeme, coalesce(array_length(x.positions, 1), 1)::float8 AS f "
+        # A term's frequency: its positions, those of weight B (a window's neighbours', kmms.unit_window_terms)
+        # counting NEIGHBOUR_WEIGHT each.
+        "t AS (SELECT c.id, c.lexemes, x.lexeme, coalesce(array_length(x.positions, 1), 1)::float8 "
+        f"- {1 - NEIGHBOUR_WEIGHT!r}::float8 * coalesce(cardinality(array_positions(x.weights, 'B')), 0) AS f "
         f"FROM c, unnest(c.terms) x WHERE x.lexeme = ANY({terms})), "
         "df AS (SELECT t.lexeme, count(*)::float8 AS df FROM t GROUP BY t.lexeme), "
         f"n AS (SELECT greatest({total}, count(*), 1) AS n FROM c) "

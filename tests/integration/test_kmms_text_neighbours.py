@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from governance.kmms.bm25 import Candidate, windows
+from governance.kmms.bm25 import NEIGHBOUR_WEIGHT, Candidate, windows
 from hivemem.stack import Stack
 from projections.kmms import queries as q
 from projections.kmms.search import Memory
@@ -30,9 +30,11 @@ WORDS = ["kayak", "lisbon", "paint", "sunset", "the", "fence", "lake"]
 QUESTION = "kayak lisbon paint sunset"
 
 
-def _counts(tsvector_text: str) -> dict[str, int]:
-    """Every lexeme of a tsvector's text form with its number of positions (1 for none)."""
-    return {m[1].replace("''", "'"): (m[2].count(",") + 1 if m[2] else 1) for m in _ENTRY.finditer(tsvector_text)}
+def _counts(tsvector_text: str) -> dict[str, float]:
+    """Every lexeme of a tsvector's text form with its number of positions (1 for none), a position of weight B (a
+    window's neighbour's) counting ``NEIGHBOUR_WEIGHT``."""
+    return {m[1].replace("''", "'"): (sum(NEIGHBOUR_WEIGHT if p.endswith("B") else 1.0 for p in m[2].split(","))
+                                      if m[2] else 1.0) for m in _ENTRY.finditer(tsvector_text)}  # fmt: skip
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -64,7 +66,9 @@ def test_postgres_reads_each_candidate_with_its_neighbours_as_windows_does(stack
             "SELECT w.unit_id, w.lexemes, w.terms::text FROM kmms.unit_window_terms(%(c)s, 'u', "
             f"replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery, {QUERY_TERMS}, 0, 10000, "
             "NULL, 2000, %(avg)s) w", p).fetchall()  # fmt: skip
-    expected = windows([Candidate(str(u), str(e), int(o), _counts(str(t)), int(n)) for u, e, o, n, t in alone], avg)
+    own = [Candidate(str(u), str(e), int(o), {k: int(v) for k, v in _counts(str(t)).items()}, int(n))
+           for u, e, o, n, t in alone]  # fmt: skip
+    expected = windows(own, avg)
     assert {u: (pytest.approx(n), tf) for u, tf, n in expected} == {
         str(u): (float(n), _counts(str(t))) for u, n, t in got
     }

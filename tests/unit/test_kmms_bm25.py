@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from governance.kmms.bm25 import K1, B, Candidate, bm25, rare_terms, windows
+from governance.kmms.bm25 import K1, NEIGHBOUR_WEIGHT, B, Candidate, bm25, rare_terms, windows
 from projections.kmms.sql import or_query, query_lexemes, quoted
 
 
@@ -48,16 +48,18 @@ def test_quoted_lexemes_parse_back() -> None:
 def test_a_unit_is_read_with_its_neighbours_in_its_episode() -> None:
     """A turn answering a question ("A sunset over the lake.") shares no word with it; the turn before ("Did you
     paint lately?") does. Read with its neighbours, each unit holds their terms and their lengths; a neighbour
-    holding no query term adds the memory's average length, none before a first unit."""
+    holding no query term adds the memory's average length, none before a first unit; a neighbour's terms count
+    ``NEIGHBOUR_WEIGHT`` of the unit's own."""
     units = [
         Candidate("e1#0", "e1", 0, {"paint": 1}, 4),
         Candidate("e1#1", "e1", 1, {"melani": 1}, 6),
         Candidate("e2#3", "e2", 3, {"paint": 2}, 5),  # its neighbours hold no query term
     ]
     got = {u: (tf, length) for u, tf, length in windows(units, avg_len=10.0)}
+    half = NEIGHBOUR_WEIGHT
     assert got == {
-        "e1#0": ({"paint": 1, "melani": 1}, 4 + 6 + 0),  # nothing before a first unit
-        "e1#1": ({"melani": 1, "paint": 1}, 6 + 4 + 10.0),  # the next one is no candidate: the average
+        "e1#0": ({"paint": 1, "melani": half}, 4 + 6 + 0),  # nothing before a first unit
+        "e1#1": ({"melani": 1, "paint": half}, 6 + 4 + 10.0),  # the next one is no candidate: the average
         "e2#3": ({"paint": 2}, 5 + 10.0 + 10.0),
     }
     # Scored as documents, the answer's window ranks with the question's words though it holds one of them.
