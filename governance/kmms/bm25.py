@@ -69,10 +69,9 @@ class Candidate:
 def windows(candidates: Sequence[Candidate], avg_len: float) -> list[tuple[str, dict[str, float], float]]:
     """Each candidate as a BM25 document (``bm25``'s ``docs``) read with its neighbours, the units just before and
     after it in its episode: their term frequencies summed (a neighbour's weighed ``NEIGHBOUR_WEIGHT``), their
-    lengths summed. A neighbour that is no candidate
-    holds none of the query's terms: it adds no term, and ``avg_len`` (the memory's average unit length) unless
-    it cannot exist (before a first unit; whether a unit is its episode's last is not known here, so a next
-    neighbour always counts)."""
+    lengths summed. A neighbour that is no candidate holds none of the query's terms: it adds no term, and
+    ``avg_len`` (the memory's average unit length) unless it cannot exist (before a first unit; whether a unit is
+    its episode's last is not known here, so a next neighbour always counts)."""
     at = {(c.episode_id, c.ordinal): c for c in candidates}
     out = []
     for c in candidates:
