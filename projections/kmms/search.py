@@ -371,8 +371,8 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
     avg_arg = ", %(avg_unit)s::float8" if neighbours else ""
     candidates = (f"SELECT m.unit_id AS id, m.lexemes, m.terms FROM {query}kmms.{fn}(%(c)s, %(s)s, {tsq}, "
                   f"{QUERY_TERMS}, %(start)s, %(bound)s, %(th)s, %(cap)s{avg_arg}) m")  # fmt: skip
-    p = {**p, "avg_unit": avg_units}
-    return await bm25_ranked(conn, candidates, ranked_by, {**p, "cap": BM25_CANDIDATES}, total, avg_len)
+    return await bm25_ranked(conn, candidates, ranked_by, {**p, "cap": BM25_CANDIDATES, "avg_unit": avg_units}, total,
+                             avg_len)  # fmt: skip
 
 
 async def bm25_ranked(conn: Conn, candidates: str, terms: str, p: dict[str, Any], total: int,

@@ -114,21 +114,21 @@ RULES_ON: dict[str, dict[str, Any]] = {
 SEED_RULES = ("feedback", "voices", "newest_first", "drill", "window_margin", "seed_fusion")
 
 
-def with_rules(rules: Sequence[str] = ()) -> SearchConfig:
+def with_rules(rules: Sequence[str] = (), **changes: Any) -> SearchConfig:
     """The search's settings of this process's environment (as the API reads its own at start), with the named
-    ``RULES_ON`` turned on."""
-    changes: dict[str, Any] = {}
+    ``RULES_ON`` turned on and ``changes`` (SearchConfig fields, e.g. ``text_neighbours=False``) made."""
+    ruled: dict[str, Any] = {}
     for rule in rules:
-        changes.update(RULES_ON[rule])
-    return replace(search_config_from_env(os.environ), **changes)
+        ruled.update(RULES_ON[rule])
+    return replace(search_config_from_env(os.environ), **{**ruled, **changes})
 
 
 def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: int, as_of: str, *,
                       rules: Sequence[str] = (), statement: float = 0.0, mode: str = "hybrid",
-                      tenant: str = "mem-b") -> Any:  # fmt: skip
+                      tenant: str = "mem-b", changes: dict[str, Any] | None = None) -> Any:  # fmt: skip
     """``question`` searched as the API would (the question embedded here by the same model, blended with its
-    statement form by ``statement``), with the named ``RULES_ON`` turned on: a ``projections.kmms.queries``
-    SearchResult (times in epoch ms)."""
+    statement form by ``statement``), with the named ``RULES_ON`` turned on and ``changes`` made (``with_rules``): a
+    ``projections.kmms.queries`` SearchResult (times in epoch ms)."""
     from datetime import datetime
 
     from governance.kmms.statement import question_vectors
@@ -140,7 +140,7 @@ def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: i
     at = int(datetime.fromisoformat(as_of.replace("Z", "+00:00")).timestamp() * 1000)
     own, blended = question_vectors(emb.embed_query, q.content_query(question, at), statement)
 
-    cfg = with_rules(rules)
+    cfg = with_rules(rules, **(changes or {}))
 
     async def run() -> Any:
         async with app_pool(stack, max_size=2) as pool:

@@ -5,8 +5,6 @@ lake") ranks before a turn that holds one of them alone, which it did not withou
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import re
 import uuid
 from typing import Any
@@ -18,10 +16,8 @@ from hypothesis import strategies as st
 
 from governance.kmms.bm25 import NEIGHBOUR_WEIGHT, Candidate, windows
 from hivemem.stack import Stack
-from projections.kmms import queries as q
-from projections.kmms.search import Memory
 from projections.kmms.sql import QUERY_TERMS, query_terms_of
-from tests.integration.kmms_support import app_pool, memory, with_rules
+from tests.integration.kmms_support import memory, search_in_process
 
 pytestmark = pytest.mark.integration
 
@@ -104,11 +100,6 @@ def test_an_answer_split_over_two_turns_ranks_first_with_its_neighbours(stack: S
         res = mem.search(question, k=5, as_of="2026-05-10T00:00:00Z", mode=mode)
         assert [h.session_id for h in res.hits if h.layer == 4][:2] == ["s-0", "s-1"], mode
 
-    async def alone() -> list[str | None]:
-        cfg = dataclasses.replace(with_rules(), text_neighbours=False)
-        async with app_pool(stack, max_size=2) as pool:
-            params = q.SearchParams(question, None, "none", 5, 1_800_000_000_000, "text")
-            res = await q.search(pool, Memory("mem-b", claw, "pals"), params, cfg)
-        return [h.session_id for h in res.hits if h.layer == 4]
-
-    assert asyncio.run(alone())[:2] == ["s-1", "s-0"]
+    alone = search_in_process(stack, claw, "pals", question, 5, "2026-05-10T00:00:00Z", mode="text",
+                              changes={"text_neighbours": False})  # fmt: skip
+    assert [h.session_id for h in alone.hits if h.layer == 4][:2] == ["s-1", "s-0"]
