@@ -12,6 +12,7 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.drill import FactCandidate, facts_to_drill
+from governance.kmms.fusion import rrf
 from governance.kmms.recency import (
     FactEvidence,
     later_change,
@@ -59,6 +60,21 @@ def window_first(window: list[UnitHit], rest: list[UnitHit],
     return [*(u for u in rest if u.voiced >= bar), *window, *(u for u in rest if u.voiced < bar)]
 
 
+def window_fused(window: list[UnitHit], rest: list[UnitHit], weight: float, k: int) -> list[UnitHit]:
+    """The window's ranking fused into all time's (``rest``, which holds the window's rounds too) as a reciprocal-rank
+    list of ``weight`` against all time's 1: a round of the window gains, one outside it keeps its own rank. Each
+    hit's ``fused`` becomes its score here."""
+    units = {u.unit_id: u for u in (*rest, *window)}
+    fused = rrf([[u.unit_id for u in rest], [u.unit_id for u in window]], k, [1.0, weight])
+    return [replace(units[i], fused=s) for i, s in fused]
+
+
+def _window_order(window: list[UnitHit], rest: list[UnitHit], cfg: SearchConfig) -> list[UnitHit]:
+    if cfg.window_weight > 0:
+        return window_fused(window, rest, cfg.window_weight, cfg.rrf_k)
+    return window_first(window, rest, cfg.window_margin)
+
+
 async def first_stage(conn: Any, pool: AsyncConnectionPool, m: Memory, vector: list[float] | None, model: str,
                       text: str, mode: Mode, bound: int, start: int | None, as_of: int, n: int,
                       voices: dict[str, float], said: bool, *, cfg: SearchConfig) -> list[UnitHit]:  # fmt: skip
@@ -75,8 +91,8 @@ async def first_stage(conn: Any, pool: AsyncConnectionPool, m: Memory, vector: l
                                      cfg=cfg)  # fmt: skip
 
     if spare(pool):
-        return window_first(*await side_by_side(conn, pool, m.tenant, window, rest_of_time), cfg.window_margin)
-    return window_first(await window, await rest_of_time(conn), cfg.window_margin)
+        return _window_order(*await side_by_side(conn, pool, m.tenant, window, rest_of_time), cfg)
+    return _window_order(await window, await rest_of_time(conn), cfg)
 
 
 def best_units(units: list[UnitHit], recency: float = 0.0) -> list[UnitHit]:

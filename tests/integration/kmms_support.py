@@ -106,7 +106,7 @@ RULES_ON: dict[str, dict[str, Any]] = {
     "voices": {"voice": VoiceWeights(asked=0.10, told=0.10, reply=0.20), "said_text": True},
     "newest_first": {"same_topic": 0.45, "recency": 0.05},
     "drill": {"drill_similarity": 0.35},
-    "window_margin": {"window_margin": 0.15},
+    "window_margin": {"window_margin": 0.15, "window_weight": 0.0},  # the margin is a rule of the window first
     # The fusion the rules above were written with, before public data chose text 2 : vector 1 with k = 10.
     "seed_fusion": {"text_weight": 0.25, "rrf_k": 60},
 }

@@ -1,8 +1,10 @@
 """A state asked about in a month, end to end (HTTP -> gate -> kmms processors -> read model -> search): "What
-sport was I doing in June?" reads as a time window (an event verb, "was I doing"), whose rounds come first. With
-the window's margin on (``HIVEMEM_KMMS_WINDOW_MARGIN`` 0.15, as written; off by default since 2026-11-28, docs/kmms.md
-"How the ranking was chosen"), the April round that set the state is clearly closer to the question than June's
-small talk, so it comes before them (projections.kmms.rerank.window_first)."""
+sport was I doing in June?" reads as a time window (an event verb, "was I doing"). By default the window's ranking
+joins all time's as a reciprocal-rank list of weight 2 (``HIVEMEM_KMMS_WINDOW_WEIGHT``, projections.kmms.rerank.
+window_fused): a window of four rounds all rank before the best round outside it. With the window first
+(``HIVEMEM_KMMS_WINDOW_WEIGHT=0``) and its margin on (``HIVEMEM_KMMS_WINDOW_MARGIN`` 0.15, as written; off by default
+since 2026-11-28, docs/kmms.md "How the ranking was chosen"), the April round that set the state is clearly closer to
+the question than June's small talk, so it comes before them (projections.kmms.rerank.window_first)."""
 
 from __future__ import annotations
 
@@ -38,7 +40,8 @@ def rower(stack: Stack) -> MemoryClient:
 def test_the_round_that_set_the_state_comes_before_the_months_small_talk_with_the_margin(
     stack: Stack, rower: MemoryClient
 ) -> None:
-    # The default (through the API): the window's rounds first, whatever their similarity; April's after them.
+    # The default (through the API): the window's four rounds gain at least 2/14 from its list, more than the 1/11
+    # April's round has from all time's at best: April's after them.
     res = rower.search("What sport was I doing in June?", k=5, as_of="2026-08-18T00:00:00Z")
     assert res.temporal_intent == "WINDOW"
     sessions = [h.session_id for h in res.hits if h.layer == 4]
@@ -58,3 +61,41 @@ def test_a_window_with_a_round_as_close_keeps_its_own_first(rower: MemoryClient)
     assert res.temporal_intent == "WINDOW"
     sessions = [h.session_id for h in res.hits if h.layer == 4]
     assert sessions[0] != "s-0", sessions
+
+
+# A date misread: "Spring Fling Market" names a market, not the season, yet reads as spring (March to May). The
+# February round that answers half the question is all time's best; spring holds 24 rounds of chores.
+CHORES = [(f"2026-{3 + i // 10:02d}-{1 + 2 * (i % 10):02d}", f"Remind me to {chore} this week.", "Noted.")
+          for i, chore in enumerate(
+              ["water the ferns", "fix the gate", "call the plumber", "book the dentist", "renew the library card",
+               "clean the gutters", "pay the electricity bill", "oil the bike chain", "sort the recycling",
+               "defrost the freezer", "iron the shirts", "mend the fence", "wash the car", "descale the kettle",
+               "replace the smoke alarm battery", "tidy the garage", "sharpen the knives", "vacuum the stairs",
+               "air the duvets", "weed the garden", "wipe the windows", "charge the drill", "oil the hinges",
+               "dust the shelves"])]  # fmt: skip
+MARKETS = [("2026-02-14", "I sold my homemade baked goods at the Farmers' Market today, sourdough and scones.",
+            "Congratulations on your first stall!"),
+           ("2026-03-07", "The Spring Fling Market was busy, I ran out of scones.", "What a success.")]  # fmt: skip
+MARKET_CLAW = f"market-{uuid.uuid4().hex[:6]}"
+MARKET_Q = "How many weeks passed between selling baked goods at the Farmers' Market and the Spring Fling Market?"
+
+
+@pytest.fixture(scope="module")
+def baker(stack: Stack) -> MemoryClient:
+    return conversed(stack, MARKET_CLAW, "noor", [MARKETS[0], *CHORES, MARKETS[1]])
+
+
+def test_a_strong_round_outside_a_misread_window_ranks_before_the_windows_weak_rounds(
+    stack: Stack, baker: MemoryClient
+) -> None:
+    # Sessions: s-0 the Farmers' Market (February), s-1 .. s-24 spring's chores, s-25 the Spring Fling Market.
+    # Fused (the default), the window's rounds ranked past ~22nd in both lists score less than February's 1/11.
+    res = baker.search(MARKET_Q, k=30, as_of="2026-06-01T00:00:00Z")
+    assert res.temporal_intent == "WINDOW"
+    sessions = [h.session_id for h in res.hits if h.layer == 4]
+    assert sessions[0] == "s-25" and "s-0" in sessions[:24], sessions
+    # The window first (in process, on the same read model): February's round after every round of spring.
+    first = search_in_process(stack, MARKET_CLAW, "noor", MARKET_Q, 30, "2026-06-01T00:00:00Z",
+                              changes={"window_weight": 0.0})  # fmt: skip
+    sessions = [h.session_id for h in first.hits if h.layer == 4]
+    assert sessions.index("s-0") == 25, sessions
