@@ -25,6 +25,7 @@ from projections.kmms.migrations import (
     kmms_said_text_migration,
     kmms_term_counts_migration,
     kmms_text_matches_migration,
+    kmms_unit_windows_lag_migration,
     kmms_unit_windows_migration,
     kmms_vector_voice_migration,
     kmms_vectors_tenant_key_migration,
@@ -184,6 +185,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (28, "governance processor: each claw's heartbeat history", lambda: _PRESENCE_HISTORY),
     (29, "kmms: BM25's lengths stored, full-text candidates with only the query's terms", kmms_term_counts_migration),
     (30, "kmms: full-text candidates read with their neighbours", kmms_unit_windows_migration),
+    (31, "kmms: full-text candidates' neighbours by lag and lead", kmms_unit_windows_lag_migration),
 ]  # fmt: skip
 
 

