@@ -254,16 +254,28 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
         if sp.own_vector is not None and sp.vector is not None:
             ranked, nodes = await own_similarities(conn, m, sp.model, sp.own_vector, voices, ranked, nodes)
     eval_at = as_of
-    node_hits = [_hit_from_node(n, eval_at, current_query, later.get(n.node_id), cited.get(n.node_id, []))
-                 for n in nodes if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
-                 or intent.kind == "EVOLUTION"]  # fmt: skip
+    kept = [n for n in nodes if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
+            or intent.kind == "EVOLUTION"]  # fmt: skip
+    built: dict[int, MemoryHit] = {}
+
+    def node_hit(i: int) -> MemoryHit:  # a candidate node's hit, built when it is shown or answers (2-3 of 150 are)
+        if i not in built:
+            n = kept[i]
+            built[i] = _hit_from_node(n, eval_at, current_query, later.get(n.node_id), cited.get(n.node_id, []))
+        return built[i]
+
     l4 = [_hit_from_unit(u, eval_at) for u in ranked]
     floor, floor_reason = min_depth(sp.query)
     drill: list[LayerStep] = []
     provenance: list[str] = []
     answer: MemoryHit | None = None
     for layer in (1, 2, 3, 4):
-        candidates = [h for h in (l4 if layer == 4 else node_hits) if h.layer == layer and h.outdated_by is None]
+        if layer == 4:
+            candidates = [h for h in l4 if h.outdated_by is None]
+        else:  # the layer's best by a hit's (rounded) similarity, the first of equals, as over the hits themselves
+            at = [i for i, n in enumerate(kept) if n.layer == layer and n.node_id not in later]
+            first = max(at, key=lambda i: round(kept[i].similarity, 4), default=None)
+            candidates = [] if first is None else [node_hit(first)]
         best = max(candidates, key=lambda h: h.similarity, default=None)
         covered = best is not None and all(t in (best.text + " " + (best.entity or "")).lower() for t in terms)
         v = judge_layer(layer, best.similarity if best else None, covered, floor, sp.tau, floor_reason)
@@ -276,16 +288,16 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
             answer = best
             break
     if answer is None:  # no layer sufficient: the deepest evidence found answers, hedged by its score
-        answer = l4[0] if l4 else (node_hits[0] if node_hits else None)
+        answer = l4[0] if l4 else (node_hit(0) if kept else None)
     # What ranked the rounds (their similarity less their voice's adjustment) says whether anything in memory is
     # about the question: a user's question close to it in form is not (docs/kmms.md, "Abstention"). An L3
     # summary does not count: one of the owner's episodes is close to any question about the owner.
-    best_sim = max([u.voiced for u in ranked] + [h.similarity for h in node_hits if h.layer != 3], default=0.0)
+    best_sim = max([u.voiced for u in ranked] + [round(n.similarity, 4) for n in kept if n.layer != 3], default=0.0)
     abstained = answer is None or (best_sim < sp.abstain_below and not terms)
     confidence = 0.0 if answer is None else answer.confidence
     if abstained and answer is not None:
         confidence = min(confidence, 0.30 if terms else 0.0)  # L0 at most: "I have something on this topic"
-    context = node_hits if intent.kind == "EVOLUTION" else node_hits[: sp.k]
+    context = [node_hit(i) for i in range(len(kept) if intent.kind == "EVOLUTION" else min(len(kept), sp.k))]
     # An outdated fact goes after the others: the later episode among the hits may have changed it.
     context = [*(h for h in context if h.outdated_by is None), *(h for h in context if h.outdated_by is not None)]
     return SearchResult(
