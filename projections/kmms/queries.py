@@ -258,7 +258,7 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
             or intent.kind == "EVOLUTION"]  # fmt: skip
     built: dict[int, MemoryHit] = {}
 
-    def node_hit(i: int) -> MemoryHit:  # a candidate node's hit, built when it is shown or answers (2-3 of 150 are)
+    def node_hit(i: int) -> MemoryHit:  # a candidate's hit, built when shown (k of 3k) or the best of its layer
         if i not in built:
             n = kept[i]
             built[i] = _hit_from_node(n, eval_at, current_query, later.get(n.node_id), cited.get(n.node_id, []))

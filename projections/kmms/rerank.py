@@ -62,8 +62,8 @@ def window_first(window: list[UnitHit], rest: list[UnitHit],
 
 def window_fused(window: list[UnitHit], rest: list[UnitHit], weight: float, k: int) -> list[UnitHit]:
     """The window's ranking fused into all time's (``rest``, which holds the window's rounds too) as a reciprocal-rank
-    list of ``weight`` against all time's 1: a round of the window gains, one outside it keeps its own rank. Each
-    hit's ``fused`` becomes its score here."""
+    list of ``weight`` against all time's 1: a round of the window gains, one outside it keeps what all time's
+    ranking gives it. Each hit's ``fused`` becomes its score here."""
     units = {u.unit_id: u for u in (*rest, *window)}
     fused = rrf([[u.unit_id for u in rest], [u.unit_id for u in window]], k, [1.0, weight])
     return [replace(units[i], fused=s) for i, s in fused]
