@@ -34,7 +34,7 @@ def test_an_empty_window_or_the_rule_off_keeps_the_plain_order() -> None:
     assert [u.unit_id for u in window_first(window, rest, 2.0)] == ["june#0", "april#0", "may#0"]
 
 
-def test_fused_a_round_of_the_window_gains_and_one_outside_it_can_still_lead() -> None:
+def test_fused_a_round_of_the_window_gains_and_one_outside_it_passes_its_weak_rounds() -> None:
     # All time's ranking holds the window's rounds too. k = 10, the window's list of weight 2.
     window = [_u("june#0", 0.30), _u("june2#0", 0.25)]
     rest = [_u("april#0", 0.55), _u("june#0", 0.30), _u("may#0", 0.28), _u("june2#0", 0.25)]
