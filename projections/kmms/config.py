@@ -49,9 +49,9 @@ class SearchConfig:
     window_margin: float = 2.0
     # A question's time window: its rounds' ranking joins the ranking of all time as a reciprocal-rank list of this
     # weight (HIVEMEM_KMMS_WINDOW_WEIGHT; all time's: 1.0), so a round of the window gains and one outside it can
-    # still lead; 0: the window's rounds first, then the rest of time's (``window_margin`` applies). Chosen on
-    # LoCoMo (session recall@5 0.8683 against 0.8676 with the window first; weights 0.5 / 1 / 4: 0.8647 / 0.8670 /
-    # 0.8676).
+    # pass the window's weak rounds (the window's best still leads); 0: the window's rounds first, then the rest of
+    # time's (``window_margin`` applies). Chosen on LoCoMo (session recall@5 0.8683 against 0.8676 with the window
+    # first; weights 0.5 / 1 / 4: 0.8647 / 0.8670 / 0.8676).
     window_weight: float = 2.0
     # A fact drills to its episodes when at least this similar to the question (HIVEMEM_KMMS_DRILL; > 1: off), its
     # episodes fused as a reciprocal-rank list of this weight (HIVEMEM_KMMS_DRILL_WEIGHT; the vectors': 1.0).

@@ -270,13 +270,13 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
     provenance: list[str] = []
     answer: MemoryHit | None = None
     for layer in (1, 2, 3, 4):
+        best: MemoryHit | None
         if layer == 4:
-            candidates = [h for h in l4 if h.outdated_by is None]
+            best = max((h for h in l4 if h.outdated_by is None), key=lambda h: h.similarity, default=None)
         else:  # the layer's best by a hit's (rounded) similarity, the first of equals, as over the hits themselves
             at = [i for i, n in enumerate(kept) if n.layer == layer and n.node_id not in later]
             first = max(at, key=lambda i: round(kept[i].similarity, 4), default=None)
-            candidates = [] if first is None else [node_hit(first)]
-        best = max(candidates, key=lambda h: h.similarity, default=None)
+            best = None if first is None else node_hit(first)
         covered = best is not None and all(t in (best.text + " " + (best.entity or "")).lower() for t in terms)
         v = judge_layer(layer, best.similarity if best else None, covered, floor, sp.tau, floor_reason)
         drill.append(LayerStep(layer=layer, sufficient=v.sufficient and best is not None,
