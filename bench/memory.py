@@ -1,7 +1,7 @@
 """``hivemem bench memory``: per-agent long-term memory (KMMS) on a LongMemEval-shaped benchmark or a public one.
 
-The corpus (``--dataset synthetic``: ``bench.memory_corpus``, seeded; ``--dataset locomo|longmemeval --file PATH``:
-the public files, ``bench.memory_public``; or ``--corpus`` to load a saved one) has users with a haystack of
+The corpus (``--dataset synthetic``: ``bench.memory_corpus``, seeded; ``--dataset locomo|longmemeval|realtalk --file
+PATH``: the public files, ``bench.memory_public``; or ``--corpus`` to load a saved one) has users with a haystack of
 timestamped sessions each and questions with a question date and evidence sessions. This bench:
 
 0. computes the plain baseline on the same units (``bench.memory_baseline``: HiveMem's rounds, the same embedder,
@@ -500,8 +500,9 @@ def main(argv: list[str]) -> int:
                     "questions")  # fmt: skip
     ap.add_argument("--modes", default="hybrid,vector,text", help="search modes to run, comma-separated")
     ap.add_argument("--dataset", choices=DATASETS, default="synthetic", help="the corpus: generated (synthetic), or "
-                    "a public file (--file): LoCoMo's locomo10.json, LongMemEval's JSON")  # fmt: skip
-    ap.add_argument("--file", type=Path, default=None, help="with --dataset locomo|longmemeval: the dataset's file")
+                    "public data (--file): locomo10.json, LongMemEval's JSON, REALTALK's chats")  # fmt: skip
+    ap.add_argument("--file", type=Path, default=None, help="with --dataset locomo|longmemeval|realtalk: the "
+                    "dataset's file (realtalk: one chat's file or the directory of them)")  # fmt: skip
     ap.add_argument("--longmemeval", type=Path, default=None, metavar="FILE",
                     help="same as --dataset longmemeval --file FILE")  # fmt: skip
     ap.add_argument("--photos", action="store_true", help="with --dataset locomo: a turn that shares a photo ends "
@@ -520,7 +521,7 @@ def main(argv: list[str]) -> int:
                     "or -locomo.txt, -longmemeval.txt)")  # fmt: skip
     ap.add_argument("--corpus", type=Path, default=None, help="a saved corpus (Corpus.save JSON) instead of generating")
     ap.add_argument("--limit", type=int, default=None, help="with --dataset longmemeval: its first N questions; "
-                    "locomo: its first N conversations")  # fmt: skip
+                    "locomo, realtalk: its first N conversations")  # fmt: skip
     ap.add_argument("--save-corpus", type=Path, default=None, help="write the corpus used (JSON) here")
     ap.add_argument(
         "--dump",
@@ -577,6 +578,10 @@ def main(argv: list[str]) -> int:
         photos = " + photo captions" if args.photos else ""
         out.print(locomo_note(args.file, args.limit) + "; each question asked one day after its conversation's last "
                   f"session; turns as user messages 'Speaker: text'{photos}")  # fmt: skip
+    if args.dataset == "realtalk" and not args.corpus:
+        out.print("REALTALK, by LoCoMo's protocol: each chat a memory, each session one episode at its date, every "
+                  "message a user message 'Speaker: text'; each question asked one day after its chat's last session; "
+                  "an evidence id's session is the one holding that message")  # fmt: skip
     out.print(
         f"scoring: session recall over the first distinct sessions of k={args.k} hits; L1-L3 node hits "
         + ("count for the sessions of the episodes they cite" if args.node_hits == "cite" else "skipped")

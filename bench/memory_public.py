@@ -17,6 +17,18 @@
 * categories, LoCoMo's own numbering (its repository; category-2 questions ask "When did ..."):
   1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop.
 
+**REALTALK** (danny911kr/REALTALK, ``data/Chat_*.json``: 10 conversations between real people over 21 days, in
+LoCoMo's shape per file: ``name`` {speaker_1, speaker_2}, ``session_N`` a list of messages ``{speaker, dia_id,
+clean_text, date_time}``, ``session_N_date_time`` like "29.12.2023, 22:42:04", and ``qa`` as LoCoMo's with
+categories 1-3), read by LoCoMo's protocol above, with three differences the data asks for:
+
+* ``--file`` is one chat's file or a directory of them (every ``*.json`` in it, by name);
+* a message's ``dia_id`` does not name its session ("D3:30" opens ``session_4``), so an evidence id's session is
+  the session that holds the message with that id; an id no message has (mostly photos, which the files leave
+  out) is not evidence;
+* evidence ids are read out of hand-typed strings: "D20:17.", "D 2:18", "23:29", "D11:17; D16:1", and a range
+  "D18:2-D18:8" stands for every id in it.
+
 **LongMemEval** (the ``_s`` / ``_m`` / ``_oracle`` JSON): ``bench.memory_corpus.from_longmemeval``.
 """
 
@@ -31,7 +43,7 @@ from typing import Any
 
 from bench.memory_corpus import CATEGORIES, Corpus, Question, Session, Turn, User, from_longmemeval, generate, iso
 
-DATASETS = ("synthetic", "locomo", "longmemeval")
+DATASETS = ("synthetic", "locomo", "longmemeval", "realtalk")
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 LOCOMO_ADVERSARIAL = 5
 _SESSION_KEY = re.compile(r"session_([0-9]+)")
@@ -124,6 +136,75 @@ def from_locomo(path: str | Path, limit: int | None = None, photos: bool = False
     return Corpus(0, users, questions, source=f"locomo:{Path(path).name}" + (" (photos)" if photos else ""))
 
 
+_REALTALK_DATE = "%d.%m.%Y, %H:%M:%S"  # "29.12.2023, 22:42:04"
+_LOOSE_ID = re.compile(r"D?\s*([0-9]+)\s*:\s*([0-9]+)(?:\s*-\s*D?\s*([0-9]+)\s*:\s*([0-9]+))?")
+
+
+def realtalk_ids(evidence: list[str]) -> list[str]:
+    """The message ids hand-typed evidence strings name, in order ("D5:3." -> D5:3; "D11:17; D16:1" -> both;
+    "D18:2-D18:4" -> D18:2, D18:3, D18:4; a range across days names its two ends)."""
+    out: list[str] = []
+    for e in evidence:
+        for m in _LOOSE_ID.finditer(str(e)):
+            day, first = int(m.group(1)), int(m.group(2))
+            if m.group(3) is not None and int(m.group(3)) == day and int(m.group(4)) >= first:
+                out.extend(f"D{day}:{n}" for n in range(first, int(m.group(4)) + 1))
+            else:
+                out.append(f"D{day}:{first}")
+                if m.group(3) is not None:
+                    out.append(f"D{m.group(3)}:{m.group(4)}")
+    return list(dict.fromkeys(out))
+
+
+def realtalk_files(path: str | Path) -> list[Path]:
+    p = Path(path)
+    files = sorted(p.glob("*.json")) if p.is_dir() else [p]
+    if not files:
+        raise ValueError(f"{p}: no REALTALK chat files (*.json) in it")
+    return files
+
+
+def from_realtalk(path: str | Path, limit: int | None = None) -> Corpus:
+    """REALTALK's chat file(s) as a ``Corpus`` (the module's protocol); ``limit``: the first N chats by name."""
+    users, questions = [], []
+    kept = skipped = 0
+    for f in realtalk_files(path)[:limit]:
+        chat = json.loads(f.read_text(encoding="utf-8"))
+        uid = f"realtalk-{f.stem}"
+        numbers = sorted(int(m.group(1)) for k in chat if (m := _SESSION_KEY.fullmatch(k)))
+        sessions: list[Session] = []
+        where: dict[str, str] = {}  # message id -> its session's id
+        for n in numbers:
+            said = [t for t in chat[f"session_{n}"] if str(t.get("clean_text") or "").strip()]
+            if not said:
+                continue
+            s = Session(f"{f.stem}-s{n}", uid, iso(datetime.strptime(chat[f"session_{n}_date_time"].strip(),
+                        _REALTALK_DATE).replace(tzinfo=UTC)),
+                        [Turn("user", f"{t['speaker']}: {str(t['clean_text']).strip()}") for t in said],
+                        topic="conversation")  # fmt: skip
+            sessions.append(s)
+            where.update((str(t.get("dia_id", "")).strip(), s.session_id) for t in said)
+        sessions.sort(key=lambda s: s.occurred_at)
+        as_of = iso(datetime.fromisoformat(sessions[-1].occurred_at.replace("Z", "+00:00")) + timedelta(days=1))
+        evidence_ids: set[str] = set()
+        for i, qa in enumerate(chat.get("qa") or []):
+            cat = qa.get("category")
+            ev = list(dict.fromkeys(where[d] for d in realtalk_ids(qa.get("evidence") or []) if d in where))
+            if cat not in LOCOMO_CATEGORIES or not ev:
+                skipped += 1
+                continue
+            kept += 1
+            evidence_ids.update(ev)
+            questions.append(Question(f"{f.stem}-q{i}", uid, str(qa["question"]), as_of, str(qa.get("answer", "")), ev,
+                                      LOCOMO_CATEGORIES[cat], fact_kind=f"realtalk-{cat}"))  # fmt: skip
+        for s in sessions:
+            s.role = "evidence" if s.session_id in evidence_ids else "distractor"
+        users.append(User(uid, as_of, sessions))
+    name = Path(path).name
+    note = f"{kept} questions kept, {skipped} without a category 1-4 or an evidence message in the files"
+    return Corpus(0, users, questions, source=f"realtalk:{name} ({note})")
+
+
 def categories(corpus: Corpus) -> tuple[str, ...]:
     """The corpus' categories in report order: the synthetic/LongMemEval ones, LoCoMo's, then any other."""
     known = (*CATEGORIES, *LOCOMO_CATEGORIES.values())
@@ -142,4 +223,6 @@ def load_corpus(dataset: str, path: Path | None, *, limit: int | None = None, ph
         return from_locomo(path, limit, photos)
     if dataset == "longmemeval":
         return from_longmemeval(path, limit)
+    if dataset == "realtalk":
+        return from_realtalk(path, limit)
     raise ValueError(f"unknown dataset {dataset!r}; choose {', '.join(DATASETS)}")
