@@ -21,6 +21,7 @@ from projections.http_migrations import HTTP_MIGRATION_10
 from projections.kmms.migrations import (
     kmms_common_lexemes_migration,
     kmms_erasure_migration,
+    kmms_memory_statistics_migration,
     kmms_migration,
     kmms_said_text_migration,
     kmms_term_counts_migration,
@@ -186,6 +187,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (29, "kmms: BM25's lengths stored, full-text candidates with only the query's terms", kmms_term_counts_migration),
     (30, "kmms: full-text candidates read with their neighbours", kmms_unit_windows_migration),
     (31, "kmms: full-text candidates' neighbours by lag and lead", kmms_unit_windows_lag_migration),
+    (32, "kmms: the planner told that a memory's scope names its claw", kmms_memory_statistics_migration),
 ]  # fmt: skip
 
 
