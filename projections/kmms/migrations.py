@@ -261,10 +261,10 @@ _MEMORY_TABLES = ("kmms_episodes", "kmms_units", "kmms_vectors", "kmms_nodes", "
 def kmms_memory_statistics_migration() -> list[str]:
     """Extended statistics on (tenant, claw_id, scope) of the tables a search reads by memory. A memory's scope
     (its user) almost names its claw, and the planner multiplied the two selectivities as if they were
-    independent: with 90 memories in a tenant it expected 4 of a memory's 419 vectors, joined them to its units
-    by a nested loop over all of them (87,571 rows filtered, 17.7 ms) and built a hash of every node of the
-    tenant to walk 40 nodes' sources. Functional dependencies give it the memory's own share (391 of 419
-    expected: a hash join, 1.6 ms). ``ANALYZE`` fills them now; autovacuum keeps them up to date."""
+    independent: with 90 memories in a tenant it expected 4 of a memory's 419 vectors and joined them to its
+    units by a nested loop over all of them (87,571 rows filtered, 17.7 ms); the more memories, the worse.
+    Functional dependencies give it the memory's own share (391 of 419 expected: a hash join, 1.6 ms).
+    ``ANALYZE`` fills them now; autovacuum keeps them up to date."""
     out = []
     for table in _MEMORY_TABLES:
         out += [f"CREATE STATISTICS IF NOT EXISTS kmms.{table}_memory (dependencies) ON tenant, claw_id, scope "
