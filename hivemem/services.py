@@ -160,8 +160,11 @@ def caml_processors(settings: Settings) -> list[Processor]:
             EmbedderProcessor(settings.topics, warm_embedder())]  # fmt: skip
 
 
-def kmms_processors(settings: Settings) -> list[Processor]:
-    """KMMS: the write path (PII policy, dedup), enrichment, consolidation and the embedder(s)."""
+def kmms_processors(settings: Settings, part: str = "all") -> list[Processor]:
+    """KMMS: the write path (PII policy, dedup), enrichment and consolidation (``core``), and the embedder(s)
+    (``embedders``); ``all``: both."""
+    if part == "embedders":
+        return kmms_embedders(settings)
     from hivemem.kmms_wiring import consolidation_batch, consolidator, enricher
     from processors.kmms.consolidator import KmmsConsolidatorProcessor
     from processors.kmms.core import KmmsProcessor
@@ -172,7 +175,7 @@ def kmms_processors(settings: Settings) -> list[Processor]:
     return [KmmsProcessor(names, policies),  # type: ignore[arg-type]
             KmmsEnricherProcessor(names, enricher()),
             KmmsConsolidatorProcessor(names, consolidator(), consolidation_batch()),
-            *kmms_embedders(settings)]  # fmt: skip
+            *(kmms_embedders(settings) if part == "all" else [])]  # fmt: skip
 
 
 def kmms_embedders(settings: Settings) -> list[Processor]:
@@ -288,7 +291,10 @@ def main(argv: list[str]) -> None:
 
         run_processors(settings, caml_processors(settings), [daily_roots])
     elif which == "kmms":
-        run_processors(settings, kmms_processors(settings))
+        part = argv[1] if len(argv) > 1 else "all"
+        if part not in ("all", "core", "embedders"):
+            raise SystemExit("usage: python -m hivemem.services kmms [all|core|embedders]")
+        run_processors(settings, kmms_processors(settings, part))
     elif which == "kmp":
         from processors.kmp.core import KmpProcessor
 
@@ -304,7 +310,8 @@ def main(argv: list[str]) -> None:
         run_api(settings)
     else:
         raise SystemExit(
-            "usage: python -m hivemem.services gate|governance|caml|kmms|kmp|kstar|projectors [NAME...]|api"
+            "usage: python -m hivemem.services gate|governance|caml|kmms [all|core|embedders]|kmp|kstar|"
+            "projectors [NAME...]|api"
         )
 
 

@@ -1,4 +1,4 @@
-"""The kmms service (write path, enricher, consolidator, embedder) SIGKILLed mid-stream: every
+"""The kmms service's two processes (write path, enricher, consolidator; embedder) SIGKILLed mid-stream: every
 episode judged once, every unit embedded once, consolidation without gaps or repeats, and the
 KMMS read model equal to a clean replay of the log."""
 
@@ -34,9 +34,10 @@ def _count(stack: Stack, sql: str, *args: object) -> int:
 def test_kmms_service_sigkilled_mid_stream(stack: Stack) -> None:
     tenant, n, tag = "mem-kill", 160, uuid.uuid4().hex[:6]
     claws = [client(stack, f"kill-{tag}-{i}", tenant=tenant) for i in range(4)]
-    svc = stack.services["kmms"]
-
-    killer = kill_and_restart(svc, 0.5)
+    # Both KMMS processes: the write path, enrichment and consolidation, and the embedders (hivemem.stack).
+    killers = [
+        kill_and_restart(stack.services[name], after) for name, after in (("kmms", 0.5), ("kmms-embedders", 1.0))
+    ]
     t0 = 1_767_225_600_000  # 2026-01-01
     cities, editors = ["Lisbon", "Porto", "Braga"], ["Vim", "Helix", "Emacs"]
     for i in range(n):
@@ -51,12 +52,14 @@ def test_kmms_service_sigkilled_mid_stream(stack: Stack) -> None:
             "turns": turns}, trace_id=f"kill-{tag}")  # fmt: skip
         c.publish_envelope_async(env, lambda tok, err: None)
         if i == n // 4:
-            killer.start()
+            for killer in killers:
+                killer.start()
         if i % 40 == 0:
             time.sleep(0.05)
     for c in claws:
         assert c.flush(120) == 0
-    killer.join()
+    for killer in killers:
+        killer.join()
 
     stored = "SELECT count(*) FROM kmms.kmms_episodes WHERE tenant = %s AND episode_id LIKE %s"
     wait_until(lambda: _count(stack, stored, tenant, f"ep-{tag}-%") >= n, timeout=240, interval=1, what="stored")
