@@ -101,6 +101,21 @@ def locomo_note(path: str | Path, limit: int | None = None) -> str:
                                                     if c["other category"] else ""))  # fmt: skip
 
 
+def _asked(prefix: str, uid: str, kind: str, qas: list[dict[str, Any]], evidence: list[list[str]], as_of: str,
+           sessions: list[Session]) -> list[Question]:  # fmt: skip
+    """One conversation's questions by LoCoMo's protocol: those of categories 1-4 whose evidence names a session
+    (``evidence``: each question's evidence session ids, distinct, first-seen order), each asked at ``as_of``; a
+    session is marked evidence when a kept question names it, else distractor."""
+    out = [Question(f"{prefix}-q{i}", uid, str(qa["question"]), as_of, str(qa.get("answer", "")), ev,
+                    LOCOMO_CATEGORIES[qa["category"]], fact_kind=f"{kind}-{qa['category']}")
+           for i, (qa, ev) in enumerate(zip(qas, evidence, strict=True))
+           if qa.get("category") in LOCOMO_CATEGORIES and ev]  # fmt: skip
+    cited = {e for q in out for e in q.evidence_session_ids}
+    for s in sessions:
+        s.role = "evidence" if s.session_id in cited else "distractor"
+    return out
+
+
 def from_locomo(path: str | Path, limit: int | None = None, photos: bool = False) -> Corpus:
     """The LoCoMo JSON as a ``Corpus`` (the module's protocol); ``limit``: its first N conversations."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))[:limit]
@@ -119,19 +134,10 @@ def from_locomo(path: str | Path, limit: int | None = None, photos: bool = False
                 sessions[n] = Session(f"{sid}-s{n}", uid, when, turns, topic="conversation")
         ordered = [s for _, s in sorted(sessions.items(), key=lambda kv: (kv[1].occurred_at, kv[0]))]
         as_of = iso(max(locomo_date(conv[f"session_{n}_date_time"]) for n in sessions) + timedelta(days=1))
-        evidence_ids: set[str] = set()
-        for i, qa in enumerate(sample["qa"]):
-            cat = qa.get("category")
-            if cat not in LOCOMO_CATEGORIES:
-                continue
-            ev = [sessions[n].session_id for n in evidence_sessions(qa.get("evidence") or [], set(sessions))]
-            if not ev:
-                continue
-            evidence_ids.update(ev)
-            questions.append(Question(f"{sid}-q{i}", uid, str(qa["question"]), as_of, str(qa.get("answer", "")), ev,
-                                      LOCOMO_CATEGORIES[cat], fact_kind=f"locomo-{cat}"))  # fmt: skip
-        for s in ordered:
-            s.role = "evidence" if s.session_id in evidence_ids else "distractor"
+        numbered = set(sessions)
+        evidence = [[sessions[n].session_id for n in evidence_sessions(qa.get("evidence") or [], numbered)]
+                    for qa in sample["qa"]]  # fmt: skip
+        questions += _asked(sid, uid, "locomo", sample["qa"], evidence, as_of, ordered)
         users.append(User(uid, as_of, ordered))
     return Corpus(0, users, questions, source=f"locomo:{Path(path).name}" + (" (photos)" if photos else ""))
 
@@ -186,19 +192,12 @@ def from_realtalk(path: str | Path, limit: int | None = None) -> Corpus:
             where.update((str(t.get("dia_id", "")).strip(), s.session_id) for t in said)
         sessions.sort(key=lambda s: s.occurred_at)
         as_of = iso(datetime.fromisoformat(sessions[-1].occurred_at.replace("Z", "+00:00")) + timedelta(days=1))
-        evidence_ids: set[str] = set()
-        for i, qa in enumerate(chat.get("qa") or []):
-            cat = qa.get("category")
-            ev = list(dict.fromkeys(where[d] for d in realtalk_ids(qa.get("evidence") or []) if d in where))
-            if cat not in LOCOMO_CATEGORIES or not ev:
-                skipped += 1
-                continue
-            kept += 1
-            evidence_ids.update(ev)
-            questions.append(Question(f"{f.stem}-q{i}", uid, str(qa["question"]), as_of, str(qa.get("answer", "")), ev,
-                                      LOCOMO_CATEGORIES[cat], fact_kind=f"realtalk-{cat}"))  # fmt: skip
-        for s in sessions:
-            s.role = "evidence" if s.session_id in evidence_ids else "distractor"
+        qas = chat.get("qa") or []
+        evidence = [list(dict.fromkeys(where[d] for d in realtalk_ids(qa.get("evidence") or []) if d in where))
+                    for qa in qas]  # fmt: skip
+        asked = _asked(f.stem, uid, "realtalk", qas, evidence, as_of, sessions)
+        kept, skipped = kept + len(asked), skipped + len(qas) - len(asked)
+        questions += asked
         users.append(User(uid, as_of, sessions))
     name = Path(path).name
     note = f"{kept} questions kept, {skipped} without a category 1-4 or an evidence message in the files"
