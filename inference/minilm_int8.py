@@ -27,12 +27,10 @@ from pathlib import Path
 
 from inference.embedding_base import MODEL_MISMATCH, MODEL_UNAVAILABLE, EmbeddingError
 
-# The rebuilt model's sha256 with the pinned onnx and onnxruntime (pyproject.toml).
-BUILT_SHA256 = "46aada35da05e330"  # the first 16 hex digits; checked on every load
+# The rebuilt model's sha256 with the pinned onnx and onnxruntime (pyproject.toml); checked on every load.
+BUILT_SHA256 = "46aada35da05e33059937a7517e44f7c0b692a94e466a3e2309e3da3e4bd6bee"
 RECIPE = "minilm-l6-int8-matmul-v1"  # names the cache file: change it with the recipe
 CACHE_ENV = "HIVEMEM_MODEL_CACHE"
-
-
 _BUILT: dict[Path, bytes] = {}  # this process's builds, by source: instances without a cache build once
 
 
@@ -75,14 +73,14 @@ def _build(source: Path) -> bytes:
 
 
 def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[: len(BUILT_SHA256)]
+    return hashlib.sha256(data).hexdigest()
 
 
 def int8_model(source: Path, cache: Path | None) -> bytes:
     """The int8-arithmetic model built from ``source`` (the wheel's file, its sha256 already checked): from the
     ``cache`` directory when it holds it, else built (once per process) and, given a ``cache``, kept there
     (written to a temporary file, then renamed into place)."""
-    path = cache / f"{RECIPE}-{BUILT_SHA256}.onnx" if cache is not None else None
+    path = cache / f"{RECIPE}-{BUILT_SHA256[:16]}.onnx" if cache is not None else None
     if path is not None:
         try:
             data = path.read_bytes()
@@ -93,16 +91,23 @@ def int8_model(source: Path, cache: Path | None) -> bytes:
     data = _BUILT.get(source) or _build(source)
     got = _digest(data)
     if got != BUILT_SHA256:
-        raise EmbeddingError(MODEL_MISMATCH, f"the int8-arithmetic build of {source.name} has sha256 {got}..., not "
-                             f"the pinned {BUILT_SHA256}...: install the pinned onnx and onnxruntime")  # fmt: skip
+        raise EmbeddingError(MODEL_MISMATCH, f"the int8-arithmetic build of {source.name} has sha256 {got}, not "
+                             f"the pinned {BUILT_SHA256}: install the pinned onnx and onnxruntime")  # fmt: skip
     _BUILT[source] = data
     if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except OSError:  # a read-only file system: built again by the next process
-            pass
+        _keep(path, data)
     return data
+
+
+def _keep(path: Path, data: bytes) -> None:
+    """``data`` written to ``path`` whole or not at all (another process may be writing it too)."""
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:  # a read-only or full file system: built again by the next process
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
