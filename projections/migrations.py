@@ -24,6 +24,7 @@ from projections.kmms.migrations import (
     kmms_memory_statistics_migration,
     kmms_migration,
     kmms_said_text_migration,
+    kmms_small_memory_text_migration,
     kmms_term_counts_migration,
     kmms_text_matches_migration,
     kmms_unit_windows_lag_migration,
@@ -188,6 +189,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (30, "kmms: full-text candidates read with their neighbours", kmms_unit_windows_migration),
     (31, "kmms: full-text candidates' neighbours by lag and lead", kmms_unit_windows_lag_migration),
     (32, "kmms: the planner told that a memory's scope names its claw", kmms_memory_statistics_migration),
+    (33, "kmms: a small memory's full-text candidates found by reading its units", kmms_small_memory_text_migration),
 ]  # fmt: skip
 
 

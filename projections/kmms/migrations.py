@@ -1,9 +1,10 @@
-"""Migrations 13, 14, 20, 24-27 and 29-32: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read
+"""Migrations 13, 14, 20, 24-27 and 29-33: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read
 model (``kmms``); erasure (14); full-text candidates through the text index under row-level security (20); the
 lexemes too common to select candidates by (24); vectors keyed by tenant, with their cause's position (25);
 each vector's voice (26); each unit's words said by its owner, with their own full-text vector (27); BM25's
 inputs without whole tsvectors: lengths stored, candidates with only the query's terms (29); full-text candidates
-read with their neighbours (30, 31); the planner's statistics of a memory (32)."""
+read with their neighbours (30, 31); the planner's statistics of a memory (32); a small memory's full-text
+candidates found by reading its units (33)."""
 
 from __future__ import annotations
 
@@ -153,20 +154,45 @@ def kmms_said_text_migration() -> list[str]:
 _TERM_COUNTS_ARGS = "text, text, tsquery, text[], bigint, bigint, text, integer"
 
 
+# A memory of fewer units than this has its full-text candidates found by reading its units (the memory's index),
+# a larger one's by the text index (migration 33). The text index's entries are the whole tenant's: for a question
+# of common words it returned 6,753 rows to find a LoCoMo memory's 346 (2.9 ms; ten times the tenant, ten times
+# that), while reading the memory's 419 units and testing each took 0.9 ms, whatever else the tenant holds.
+SCAN_BELOW = 2_000
+
+
+def _candidates_by_size(select: str, column: str, using: str) -> str:
+    """A plpgsql body running ``select`` (an EXECUTE string, its quotes doubled, whose ``{match}`` is where the
+    unit's ``column`` must match the query, ``$3``) with a predicate that reads the memory's units one by one when it
+    holds fewer than ``SCAN_BELOW`` of them, else with the one the text index serves. ``(tsv || '') @@ q`` is
+    ``tsv @@ q`` that no index can serve: the same rows, found through the memory's index. ``using``: the
+    EXECUTE's USING list."""
+    small, large = f"(u.{column} || ''''::tsvector) @@ $3", f"u.{column} @@ $3"
+    return f"""BEGIN
+                IF EXISTS (SELECT 1 FROM kmms.kmms_units u WHERE u.tenant = current_setting('hivemem.tenant', true)
+                           AND u.claw_id = p_claw AND u.scope = p_scope OFFSET {SCAN_BELOW - 1}) THEN
+                    RETURN QUERY EXECUTE '{select.format(match=large)}'
+                    USING {using};
+                ELSE
+                    RETURN QUERY EXECUTE '{select.format(match=small)}'
+                    USING {using};
+                END IF;
+            END"""
+
+
 def _term_counts(name: str, column: str, lexemes: str) -> str:
+    select = f"""SELECT u.unit_id, u.{lexemes},
+                    ts_filter(setweight(setweight(u.{column}, ''D''), ''A'', $4), ''{{{{a}}}}'')
+                    FROM kmms.kmms_units u
+                    WHERE u.tenant = current_setting(''hivemem.tenant'', true) AND u.claw_id = $1 AND u.scope = $2
+                    AND u.occurred_at >= $5 AND u.occurred_at <= $6 AND ($7::text IS NULL OR u.thread_id = $7)
+                    AND {{match}} ORDER BY u.occurred_at DESC, u.unit_id LIMIT $8"""
+    body = _candidates_by_size(select, column, "p_claw, p_scope, p_query, p_terms, p_start, p_bound, p_thread, p_cap")
     return f"""CREATE OR REPLACE FUNCTION kmms.{name}(p_claw text, p_scope text, p_query tsquery, p_terms text[],
                 p_start bigint, p_bound bigint, p_thread text, p_cap integer)
                 RETURNS TABLE (unit_id text, lexemes integer, terms tsvector)
             LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-            BEGIN
-                RETURN QUERY EXECUTE 'SELECT u.unit_id, u.{lexemes},
-                    ts_filter(setweight(setweight(u.{column}, ''D''), ''A'', $4), ''{{a}}'')
-                    FROM kmms.kmms_units u
-                    WHERE u.tenant = current_setting(''hivemem.tenant'', true) AND u.claw_id = $1 AND u.scope = $2
-                    AND u.occurred_at >= $5 AND u.occurred_at <= $6 AND ($7::text IS NULL OR u.thread_id = $7)
-                    AND u.{column} @@ $3 ORDER BY u.occurred_at DESC, u.unit_id LIMIT $8'
-                USING p_claw, p_scope, p_query, p_terms, p_start, p_bound, p_thread, p_cap;
-            END $$"""
+            {body} $$"""
 
 
 def kmms_term_counts_migration() -> list[str]:
@@ -207,18 +233,14 @@ def _window_terms(name: str) -> str:
     # length and theirs. A neighbour outside ``m`` holds none of the query's lexemes: it adds no term, and the
     # memory's average unit length (``p_avg``) unless it is known to be absent (before ordinal 0). The neighbours
     # are the rows before and after it in ``m`` by episode and ordinal (lag, lead: one sort), when their ordinals
-    # are next to its own (migration 31; migration 30 joined ``m`` to itself twice, three sorts).
-    return f"""CREATE OR REPLACE FUNCTION kmms.{name}(p_claw text, p_scope text, p_query tsquery, p_terms text[],
-                p_start bigint, p_bound bigint, p_thread text, p_cap integer, p_avg double precision)
-                RETURNS TABLE (unit_id text, lexemes double precision, terms tsvector)
-            LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-            BEGIN
-                RETURN QUERY EXECUTE 'WITH m AS MATERIALIZED (SELECT u.unit_id, u.episode_id, u.ordinal, u.lexemes,
+    # are next to its own (migration 31; migration 30 joined ``m`` to itself twice, three sorts). A small memory's
+    # candidates are found by reading its units (``_candidates_by_size``, migration 33).
+    select = """WITH m AS MATERIALIZED (SELECT u.unit_id, u.episode_id, u.ordinal, u.lexemes,
                         ts_filter(setweight(setweight(u.tsv, ''D''), ''A'', $4), ''{{a}}'') AS terms
                     FROM kmms.kmms_units u
                     WHERE u.tenant = current_setting(''hivemem.tenant'', true) AND u.claw_id = $1 AND u.scope = $2
                     AND u.occurred_at >= $5 AND u.occurred_at <= $6 AND ($7::text IS NULL OR u.thread_id = $7)
-                    AND u.tsv @@ $3 ORDER BY u.occurred_at DESC, u.unit_id LIMIT $8)
+                    AND {match} ORDER BY u.occurred_at DESC, u.unit_id LIMIT $8)
                 SELECT x.unit_id, x.lexemes + CASE WHEN x.ordinal = 0 THEN 0 WHEN x.b_ord = x.ordinal - 1 THEN x.b_lex
                         ELSE $9 END + CASE WHEN x.a_ord = x.ordinal + 1 THEN x.a_lex ELSE $9 END,
                     CASE WHEN x.b_ord = x.ordinal - 1 THEN setweight(x.b_terms, ''B'') ELSE ''''::tsvector END
@@ -227,9 +249,14 @@ def _window_terms(name: str) -> str:
                 FROM (SELECT m.unit_id, m.ordinal, m.lexemes, m.terms, lag(m.ordinal) OVER w AS b_ord,
                         lag(m.lexemes) OVER w AS b_lex, lag(m.terms) OVER w AS b_terms, lead(m.ordinal) OVER w AS a_ord,
                         lead(m.lexemes) OVER w AS a_lex, lead(m.terms) OVER w AS a_terms
-                    FROM m WINDOW w AS (PARTITION BY m.episode_id ORDER BY m.ordinal)) x'
-                USING p_claw, p_scope, p_query, p_terms, p_start, p_bound, p_thread, p_cap, p_avg;
-            END $$"""
+                    FROM m WINDOW w AS (PARTITION BY m.episode_id ORDER BY m.ordinal)) x"""
+    body = _candidates_by_size(select, "tsv", "p_claw, p_scope, p_query, p_terms, p_start, p_bound, p_thread, p_cap, "
+                               "p_avg")  # fmt: skip
+    return f"""CREATE OR REPLACE FUNCTION kmms.{name}(p_claw text, p_scope text, p_query tsquery, p_terms text[],
+                p_start bigint, p_bound bigint, p_thread text, p_cap integer, p_avg double precision)
+                RETURNS TABLE (unit_id text, lexemes double precision, terms tsvector)
+            LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+            {body} $$"""
 
 
 def kmms_unit_windows_migration() -> list[str]:
@@ -256,6 +283,18 @@ def kmms_unit_windows_lag_migration() -> list[str]:
 
 # The read model's tables a search filters by memory (tenant, claw, scope).
 _MEMORY_TABLES = ("kmms_episodes", "kmms_units", "kmms_vectors", "kmms_nodes", "kmms_l0")
+
+
+def kmms_small_memory_text_migration() -> list[str]:
+    """A memory of fewer than ``SCAN_BELOW`` units has its full-text candidates found by reading its units, not
+    through the text index (``_candidates_by_size``): the same rows from ``kmms.unit_text_terms``,
+    ``unit_said_terms`` and ``unit_window_terms``, in a time that does not grow with the rest of the tenant.
+    Migrations 29 and 30 create these bodies on a new database."""
+    return [
+        _term_counts("unit_text_terms", "tsv", "lexemes"),
+        _term_counts("unit_said_terms", "said_tsv", "said_lexemes"),
+        _window_terms("unit_window_terms"),
+    ]
 
 
 def kmms_memory_statistics_migration() -> list[str]:
