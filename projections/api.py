@@ -8,11 +8,11 @@ Every error is JSON ``{"code": ..., "detail": ...}`` with a stable code (see doc
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import Depends, FastAPI, Request, Response
+from fastapi import Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
 from starlette.routing import Route
 
@@ -22,6 +22,7 @@ from projections.http.context import DEFAULT_PROCESSORS, ApiDeps, Ctx
 from projections.http.errors import install_error_handlers
 from projections.http.limits import MAX_BODY_BYTES, BodyLimit
 from projections.http.query_names import CamelQuery, refuse_unknown_query
+from projections.http.request_count import RequestCount
 from projections.http.server import serve
 from projections.http.text_guard import TextGuard
 from projections.mcp.http_mount import McpEndpoint
@@ -61,13 +62,8 @@ def create_app(deps: ApiDeps) -> FastAPI:
                                        include_in_schema=False))  # fmt: skip
     install_error_handlers(app)
 
-    @app.middleware("http")
-    async def count(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        response = await call_next(request)
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        ctx.requests.labels(request.method, route, str(response.status_code)).inc()
-        return response
-
+    # Innermost: each request counted by method, route and status (projections/http/request_count.py).
+    app.add_middleware(RequestCount, counter=ctx.requests)
     # Query keys in snake_case read as their camelCase name (docs/http-api.md, "Naming").
     app.add_middleware(CamelQuery)
     # Text that is not text (NUL, invalid UTF-8, lone surrogates) in a path, query or JSON body: 422
