@@ -969,9 +969,21 @@ def _lme_date(s: str) -> str:
     return iso(datetime.strptime(f"{day} {hm}", "%Y/%m/%d %H:%M").replace(tzinfo=UTC))
 
 
+def _lme_question_date(s: str) -> str:
+    """A LongMemEval question's date as the last minute of its day. The benchmark's generator draws every date's
+    time of day at random (``get_random_same_day_timestamps`` in its ``data/custom_history/
+    sample_haystack_and_timestamp.py``), the question's too, so 76 of the S file's 499 questions are stamped
+    earlier in the day than sessions of their own haystack, 44 of them before evidence sessions (LongMemEval issue
+    #8). Asked at that minute, a memory that keeps the future out can never show that evidence; its day is what the
+    data means."""
+    day = datetime.strptime(s.partition(" (")[0], "%Y/%m/%d").replace(tzinfo=UTC)
+    return iso(day + timedelta(days=1, minutes=-1))
+
+
 def from_longmemeval(path: str | Path, limit: int | None = None) -> Corpus:
     """The public LongMemEval JSON (a list of questions, each with its own haystack) as a ``Corpus``: one user per
-    question (``lme-<question_id>``), abstention for ids ending in ``_abs``. Knowledge-update questions have no
+    question (``lme-<question_id>``), abstention for ids ending in ``_abs``, each question asked at the end of its
+    day (``_lme_question_date``). Knowledge-update questions have no
     ``current_session_id`` there (current-vs-superseded is not scored for them)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))[:limit]
     users, questions = [], []
@@ -990,9 +1002,10 @@ def from_longmemeval(path: str | Path, limit: int | None = None) -> Corpus:
         evidence = [] if abstain else [f"{uid}-{e}" for e in item.get("answer_session_ids", []) if f"{uid}-{e}" in ids]
         for s in sessions:
             s.role = "evidence" if s.session_id in evidence else "distractor"
-        users.append(User(uid, sessions[-1].occurred_at if sessions else _lme_date(item["question_date"]), sessions))
+        asked = _lme_question_date(item["question_date"])
+        users.append(User(uid, sessions[-1].occurred_at if sessions else asked, sessions))
         category = "abstention" if abstain else _LME_CATEGORY.get(item["question_type"], "single-session")
-        questions.append(Question(qid, uid, str(item["question"]), _lme_date(item["question_date"]),
+        questions.append(Question(qid, uid, str(item["question"]), asked,
                                   UNKNOWN if abstain else str(item["answer"]), evidence, category,
                                   fact_kind=str(item["question_type"])))  # fmt: skip
     return Corpus(0, users, questions, source=f"longmemeval:{Path(path).name}")

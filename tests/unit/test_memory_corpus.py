@@ -189,9 +189,16 @@ def test_longmemeval_conversion(tmp_path: Path) -> None:
     assert [u.user_id for u in c.users] == ["lme-q1", "lme-q2_abs"]
     assert [s.session_id for s in c.users[0].sessions] == ["lme-q1-b", "lme-q1-a"]  # by time
     q1, q2 = c.questions
-    assert (q1.category, q1.question_date, q1.evidence_session_ids) == ("single-session", "2023-05-30T23:40:00Z",
+    assert (q1.category, q1.question_date, q1.evidence_session_ids) == ("single-session", "2023-05-30T23:59:00Z",
                                                                         ["lme-q1-a"])  # fmt: skip
     assert (q2.category, q2.answer, q2.evidence_session_ids) == ("abstention", UNKNOWN, [])
+    # The generator draws each date's time of day at random: a question stamped 08:00 with its evidence told at
+    # 16:30 the same day is asked at the end of that day, after it.
+    data[1] |= {"question_id": "q2", "haystack_dates": ["2023/06/01 (Thu) 16:30"]}
+    path.write_text(json.dumps(data))
+    q2 = from_longmemeval(path).questions[1]
+    assert (q2.question_date, q2.evidence_session_ids) == ("2023-06-01T23:59:00Z", ["lme-q2-c"])
+    assert from_longmemeval(path).users[1].sessions[0].occurred_at < q2.question_date
     data[0]["question_type"] = "single-session-assistant"
     path.write_text(json.dumps(data))
     assert from_longmemeval(path).questions[0].category == ASSISTANT
