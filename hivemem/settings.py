@@ -179,6 +179,7 @@ def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
 
     said = env.get("HIVEMEM_KMMS_SAID_TEXT")
     neighbours = env.get("HIVEMEM_KMMS_TEXT_NEIGHBOURS")
+    names = env.get("HIVEMEM_KMMS_SPEAKER_NAMES")
     voice = VoiceWeights(asked=num("HIVEMEM_KMMS_VOICE_ASKED", d.voice.asked),
                          told=num("HIVEMEM_KMMS_VOICE_TOLD", d.voice.told),
                          reply=num("HIVEMEM_KMMS_VOICE_REPLY", d.voice.reply))  # fmt: skip
@@ -189,6 +190,7 @@ def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
         # Any value but 0, false or no turns it on.
         said_text=d.said_text if said is None else said.strip() not in ("0", "false", "no"),
         text_neighbours=d.text_neighbours if neighbours is None else neighbours.strip() not in ("0", "false", "no"),
+        speaker_names=d.speaker_names if names is None else names.strip() not in ("0", "false", "no"),
         split_window=whole("HIVEMEM_KMMS_SPLIT_WINDOW", d.split_window),
         feedback_beta=num("HIVEMEM_KMMS_FEEDBACK", d.feedback_beta),
         common_share=num("HIVEMEM_KMMS_COMMON_LEXEME", d.common_share),

@@ -126,27 +126,32 @@ def with_rules(rules: Sequence[str] = (), **changes: Any) -> SearchConfig:
 def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: int, as_of: str, *,
                       rules: Sequence[str] = (), statement: float = 0.0, mode: str = "hybrid",
                       tenant: str = "mem-b", changes: dict[str, Any] | None = None) -> Any:  # fmt: skip
-    """``question`` searched as the API would (the question embedded here by the same model, blended with its
+    """``question`` searched as the API would (the question embedded here by the same model, without the memory's
+    speakers' names, blended with its
     statement form by ``statement``), with the named ``RULES_ON`` turned on and ``changes`` made (``with_rules``): a
     ``projections.kmms.queries`` SearchResult (times in epoch ms)."""
     from datetime import datetime
 
+    from governance.kmms.speakers import without_speakers
     from governance.kmms.statement import question_vectors
     from hivemem.caml_wiring import embedder
     from projections.kmms import queries as q
     from projections.kmms.search import Memory
+    from projections.kmms.speakers import speaker_names
 
     emb = embedder()
     at = int(datetime.fromisoformat(as_of.replace("Z", "+00:00")).timestamp() * 1000)
-    own, blended = question_vectors(emb.embed_query, q.content_query(question, at), statement)
-
     cfg = with_rules(rules, **(changes or {}))
+    m = Memory(tenant, claw, user_id)
 
     async def run() -> Any:
         async with app_pool(stack, max_size=2) as pool:
+            names = frozenset() if cfg.speaker_names else await speaker_names(pool, m)
+            own, blended = question_vectors(emb.embed_query, without_speakers(q.content_query(question, at), names),
+                                            statement)  # fmt: skip
             vector = None if mode == "text" else blended or own
             params = q.SearchParams(question, vector, emb.model_id, k, at, mode,  # type: ignore[arg-type]
                                     own_vector=own if blended and vector else None)  # fmt: skip
-            return await q.search(pool, Memory(tenant, claw, user_id), params, cfg)
+            return await q.search(pool, m, params, cfg)
 
     return asyncio.run(run())

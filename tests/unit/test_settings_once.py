@@ -49,14 +49,14 @@ def test_the_scan_finds_a_read() -> None:
 
 def test_the_search_settings_default_to_todays_values() -> None:
     assert search_config_from_env({}) == DEFAULT == SearchConfig()
-    assert (DEFAULT.text_weight, DEFAULT.rrf_k, DEFAULT.voice) == (2.0, 10, VoiceWeights(0.0, 0.0, 0.0))
+    assert (DEFAULT.text_weight, DEFAULT.rrf_k, DEFAULT.voice) == (1.0, 10, VoiceWeights(0.0, 0.0, 0.0))
     assert (DEFAULT.said_text, DEFAULT.split_window, DEFAULT.feedback_beta, DEFAULT.common_share) == (
         False, 4000, 0.0, 0.01)  # fmt: skip
     assert (DEFAULT.recency, DEFAULT.same_topic, DEFAULT.fact_topic, DEFAULT.change_similarity) == (0.0, 2.0, 0.3, 0.3)
     assert (DEFAULT.window_margin, DEFAULT.drill_similarity, DEFAULT.drill_weight) == (2.0, 2.0, 1.0)
     assert DEFAULT.window_weight == 2.0
     assert (DEFAULT.tau, DEFAULT.abstain_below) == (queries.TAU, queries.ABSTAIN_BELOW)
-    assert DEFAULT.statement_weight == 0.0 and DEFAULT.text_neighbours is True
+    assert DEFAULT.statement_weight == 0.0 and DEFAULT.text_neighbours is True and DEFAULT.speaker_names is False
 
 
 def test_each_variable_sets_its_knob() -> None:
@@ -68,7 +68,7 @@ def test_each_variable_sets_its_knob() -> None:
            "HIVEMEM_KMMS_WINDOW_WEIGHT": "0",
            "HIVEMEM_KMMS_DRILL": "0.35", "HIVEMEM_KMMS_DRILL_WEIGHT": "0.5", "HIVEMEM_KMMS_TAU": "0.5",
            "HIVEMEM_KMMS_ABSTAIN": "0.25", "HIVEMEM_KMMS_STATEMENT": "0.5",
-           "HIVEMEM_KMMS_TEXT_NEIGHBOURS": "0"}  # fmt: skip
+           "HIVEMEM_KMMS_TEXT_NEIGHBOURS": "0", "HIVEMEM_KMMS_SPEAKER_NAMES": "1"}  # fmt: skip
     cfg = search_config_from_env(env)
     changed = {f.name for f in fields(SearchConfig) if getattr(cfg, f.name) != getattr(DEFAULT, f.name)}
     assert changed == {f.name for f in fields(SearchConfig)}
@@ -81,6 +81,8 @@ def test_said_text_is_on_for_any_other_value(off: str) -> None:
     assert search_config_from_env({"HIVEMEM_KMMS_SAID_TEXT": "yes"}).said_text is True
     assert search_config_from_env({"HIVEMEM_KMMS_TEXT_NEIGHBOURS": off}).text_neighbours is False
     assert search_config_from_env({"HIVEMEM_KMMS_TEXT_NEIGHBOURS": "1"}).text_neighbours is True
+    assert search_config_from_env({"HIVEMEM_KMMS_SPEAKER_NAMES": off}).speaker_names is False
+    assert search_config_from_env({"HIVEMEM_KMMS_SPEAKER_NAMES": "1"}).speaker_names is True
 
 
 BAD = [
