@@ -177,9 +177,11 @@ def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
         except ValueError:
             raise ValueError(f"{name} must be an integer, not {raw!r}") from None
 
-    said = env.get("HIVEMEM_KMMS_SAID_TEXT")
-    neighbours = env.get("HIVEMEM_KMMS_TEXT_NEIGHBOURS")
-    names = env.get("HIVEMEM_KMMS_SPEAKER_NAMES")
+    def flag(name: str, default: bool) -> bool:
+        """Any value but 0, false or no turns it on."""
+        raw = env.get(name)
+        return default if raw is None else raw.strip() not in ("0", "false", "no")
+
     voice = VoiceWeights(asked=num("HIVEMEM_KMMS_VOICE_ASKED", d.voice.asked),
                          told=num("HIVEMEM_KMMS_VOICE_TOLD", d.voice.told),
                          reply=num("HIVEMEM_KMMS_VOICE_REPLY", d.voice.reply))  # fmt: skip
@@ -187,10 +189,9 @@ def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
         text_weight=num("HIVEMEM_KMMS_TEXT_WEIGHT", d.text_weight),
         rrf_k=whole("HIVEMEM_KMMS_RRF_K", d.rrf_k),
         voice=voice,
-        # Any value but 0, false or no turns it on.
-        said_text=d.said_text if said is None else said.strip() not in ("0", "false", "no"),
-        text_neighbours=d.text_neighbours if neighbours is None else neighbours.strip() not in ("0", "false", "no"),
-        speaker_names=d.speaker_names if names is None else names.strip() not in ("0", "false", "no"),
+        said_text=flag("HIVEMEM_KMMS_SAID_TEXT", d.said_text),
+        text_neighbours=flag("HIVEMEM_KMMS_TEXT_NEIGHBOURS", d.text_neighbours),
+        speaker_names=flag("HIVEMEM_KMMS_SPEAKER_NAMES", d.speaker_names),
         split_window=whole("HIVEMEM_KMMS_SPLIT_WINDOW", d.split_window),
         feedback_beta=num("HIVEMEM_KMMS_FEEDBACK", d.feedback_beta),
         common_share=num("HIVEMEM_KMMS_COMMON_LEXEME", d.common_share),
