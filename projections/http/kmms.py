@@ -17,7 +17,6 @@ from pydantic.alias_generators import to_camel
 
 from contracts.models import MAX_ID, MAX_ITEMS, MAX_LABEL, MAX_TEXT, SpeakerName
 from governance.kmms.phrasing import strip_roles, turn_line
-from governance.kmms.speakers import without_speakers
 from governance.kmms.statement import question_vectors
 from inference.embedding_base import EmbeddingError
 from projections.auth import Principal
@@ -30,7 +29,7 @@ from projections.kmms import queries as q
 from projections.kmms.erasures import ErasureRecord, erasures, wait_erasure
 from projections.kmms.model_switch import ServingModel
 from projections.kmms.search import Memory
-from projections.kmms.speakers import speaker_names
+from projections.kmms.speakers import embedded_question
 
 _STATUS = {"PII_REJECTED": 422, "DUPLICATE_CONTENT": 409, "DUPLICATE_EPISODE": 409, "DUPLICATE": 409,
            "REPLAYED": 409, "CLAW_SUSPENDED": 403, "MEMORY_ERASED": 409}  # fmt: skip
@@ -190,10 +189,9 @@ def router(ctx: Ctx) -> APIRouter:
         question = q.read_question(body.query, as_of)  # its dates parsed once, for the embedding and the search
         if embedder is not None and body.mode != "text":
             # Embedded without the memory's speakers' names, which every turn of theirs carries (speakers.py).
-            names = frozenset() if cfg.speaker_names else await speaker_names(ctx.pool, m)
+            text = await embedded_question(ctx.pool, m, question.text, cfg.speaker_names)
             try:
-                own, blended = await run_in_threadpool(question_vectors, embedder.embed_query,
-                                                       without_speakers(question.text, names),
+                own, blended = await run_in_threadpool(question_vectors, embedder.embed_query, text,
                                                        statement_weight)  # fmt: skip
             except EmbeddingError as exc:
                 if body.mode == "vector":  # asked for vectors only: nothing to serve without them

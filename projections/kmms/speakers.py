@@ -12,7 +12,7 @@ import time
 
 from psycopg_pool import AsyncConnectionPool
 
-from governance.kmms.speakers import speakers
+from governance.kmms.speakers import speakers, without_speakers
 from projections.kmms.search import Memory
 from projections.queries import tenant_tx
 
@@ -42,3 +42,9 @@ async def speaker_names(pool: AsyncConnectionPool, m: Memory) -> frozenset[str]:
         _kept.clear()
     _kept[key] = (time.monotonic(), names)
     return names
+
+
+async def embedded_question(pool: AsyncConnectionPool, m: Memory, text: str, keep_names: bool) -> str:
+    """What the question's vector is computed from: ``text`` without the speakers' names of memory ``m``, or as it
+    is with ``keep_names`` (``SearchConfig.speaker_names``)."""
+    return text if keep_names else without_speakers(text, await speaker_names(pool, m))

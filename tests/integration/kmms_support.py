@@ -132,12 +132,11 @@ def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: i
     ``projections.kmms.queries`` SearchResult (times in epoch ms)."""
     from datetime import datetime
 
-    from governance.kmms.speakers import without_speakers
     from governance.kmms.statement import question_vectors
     from hivemem.caml_wiring import embedder
     from projections.kmms import queries as q
     from projections.kmms.search import Memory
-    from projections.kmms.speakers import speaker_names
+    from projections.kmms.speakers import embedded_question
 
     emb = embedder()
     at = int(datetime.fromisoformat(as_of.replace("Z", "+00:00")).timestamp() * 1000)
@@ -146,9 +145,8 @@ def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: i
 
     async def run() -> Any:
         async with app_pool(stack, max_size=2) as pool:
-            names = frozenset() if cfg.speaker_names else await speaker_names(pool, m)
-            own, blended = question_vectors(emb.embed_query, without_speakers(q.content_query(question, at), names),
-                                            statement)  # fmt: skip
+            text = await embedded_question(pool, m, q.content_query(question, at), cfg.speaker_names)
+            own, blended = question_vectors(emb.embed_query, text, statement)
             vector = None if mode == "text" else blended or own
             params = q.SearchParams(question, vector, emb.model_id, k, at, mode,  # type: ignore[arg-type]
                                     own_vector=own if blended and vector else None)  # fmt: skip
