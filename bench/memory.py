@@ -51,7 +51,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from bench import BENCHES, memory_baseline, memory_compare
+from bench import BENCHES, memory_baseline, memory_compare, vector_cache
 from bench.memory_corpus import SHAPES, Corpus, Question, Session, parse_iso
 from bench.memory_layers import consolidate_locally, l0_lookup_ms
 from bench.memory_metrics import (
@@ -456,18 +456,32 @@ def build_corpus(args: argparse.Namespace) -> Corpus:
                        users=args.users, sessions=args.sessions, shape=args.shape)  # fmt: skip
 
 
-def baseline(corpus: Corpus, console: Console) -> memory_baseline.Baseline:
-    """The baseline over the whole corpus, with a progress bar over the unit texts it embeds."""
+def cached_note(base: memory_baseline.Baseline, cache_path: Path | None) -> str:
+    """What the baseline's line says of its vector cache: how many vectors it read there, and where."""
+    if cache_path is None:
+        return " (no vector cache)"
+    return f" ({base.cached:,} of them read from the vector cache {cache_path}, not embedded again)"
+
+
+def baseline(corpus: Corpus, console: Console, cache_path: Path | None) -> memory_baseline.Baseline:
+    """The baseline over the whole corpus, with a progress bar over the unit texts it embeds; the vectors kept at
+    ``cache_path`` by an earlier run of the same model are read instead of embedded (None: no cache)."""
     from inference.embeddings import embedder_from_env
 
-    with Progress(*COLUMNS, console=console) as bar:
-        task = bar.add_task("baseline: units embedded", total=None, rate="")
-        t0 = time.perf_counter()
+    embedder = embedder_from_env(os.environ)
+    cache = vector_cache.VectorCache(cache_path, embedder.model_id) if cache_path is not None else None
+    try:
+        with Progress(*COLUMNS, console=console) as bar:
+            task = bar.add_task("baseline: units embedded", total=None, rate="")
+            t0 = time.perf_counter()
 
-        def step(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, rate=f"{done / (time.perf_counter() - t0):6.1f}/s")
+            def step(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total, rate=f"{done / (time.perf_counter() - t0):6.1f}/s")
 
-        return memory_baseline.run(corpus, embedder_from_env(os.environ), progress=step)
+            return memory_baseline.run(corpus, embedder, progress=step, cache=cache)
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 def side_by_side(corpus: Corpus, runs: Sequence[ModeRun], base: memory_baseline.Baseline | None, k: int,
@@ -513,6 +527,12 @@ def main(argv: list[str]) -> int:
                     "sessions of the episodes it cites (cite), or for none (skip: L4 hits only)")  # fmt: skip
     ap.add_argument("--no-baseline", dest="baseline", action="store_false", help="skip the plain baseline (units, "
                     "same embedder, max-cosine + BM25, RRF k=60; bench/memory_baseline.py)")  # fmt: skip
+    ap.add_argument("--baseline-cache", type=Path, default=None, metavar="FILE", help="where the baseline keeps "
+                    "the unit vectors it embedded, by model and text, for the next run (default "
+                    "$XDG_CACHE_HOME/hivemem/baseline-vectors.sqlite, ~/.cache when unset; "
+                    "bench/vector_cache.py)")  # fmt: skip
+    ap.add_argument("--no-baseline-cache", dest="baseline_cache_on", action="store_false",
+                    help="embed every unit text again, and keep nothing")  # fmt: skip
     ap.add_argument("--skip-ingest", action="store_true",
                     help="questions only, on the running stack that a previous run (--existing) loaded")  # fmt: skip
     ap.add_argument("--existing", action="store_true", help="use the running stack (settings) instead of a "
@@ -561,7 +581,8 @@ def main(argv: list[str]) -> int:
     corpus = build_corpus(args)
     if args.save_corpus:
         corpus.save(args.save_corpus)
-    base = baseline(corpus, progress) if args.baseline else None  # before the stack: it has the cores to itself
+    cache_path = (args.baseline_cache or vector_cache.default_path()) if args.baseline_cache_on else None
+    base = baseline(corpus, progress, cache_path) if args.baseline else None  # before the stack: the cores its own
     st = corpus.stats()
     started = datetime.now(UTC)
     out.print(f"hivemem bench memory  {started:%Y-%m-%d %H:%M} UTC")
@@ -589,7 +610,8 @@ def main(argv: list[str]) -> int:
     if base is not None:
         out.print(f"\n0. baseline (bench/memory_baseline.py): {base.units:,} units (HiveMem's rounds, role prefixes "
                   f"off), {base.distinct_texts:,} distinct texts embedded in {base.embed_s:.1f} s by the product's "
-                  f"embedder in this process; per session the best cosine and the best BM25 (rank_bm25 BM25Okapi, "
+                  f"embedder in this process{cached_note(base, cache_path)}; per session the best cosine and the "
+                  f"best BM25 (rank_bm25 BM25Okapi, "
                   f"lower-cased words, English stop words removed), fused by RRF k={memory_baseline.RRF_K}; only "
                   f"sessions up to the question's asOf")  # fmt: skip
 

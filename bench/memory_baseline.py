@@ -32,6 +32,7 @@ import numpy as np
 
 from bench.memory_corpus import Corpus, Session, parse_iso
 from bench.memory_metrics import RankedHit, Retrieval
+from bench.vector_cache import VectorCache
 
 RRF_K = 60
 KEEP = 50  # sessions kept per ranking (recall@10 and NDCG@10 read the first 10)
@@ -130,6 +131,7 @@ class Baseline:
     units: int = 0
     distinct_texts: int = 0
     embed_s: float = 0.0
+    cached: int = 0  # of the distinct texts, those whose vectors were read from the cache
     search_ms: list[float] = field(default_factory=list)  # per question: its vector, BM25 and fusion
 
 
@@ -150,23 +152,32 @@ def index_memory(sessions: Sequence[Session], vector_of: Callable[[str], np.ndar
     return MemoryIndex(ordered, owners, vectors, bm25)
 
 
-def run(corpus: Corpus, embedder: Any, batch: int = 256,
-        progress: Callable[[int, int], None] | None = None) -> Baseline:  # fmt: skip
-    """Index every memory of ``corpus`` (each distinct unit text embedded once) and rank every question."""
+def run(corpus: Corpus, embedder: Any, batch: int = 256, progress: Callable[[int, int], None] | None = None,
+        cache: VectorCache | None = None) -> Baseline:  # fmt: skip
+    """Index every memory of ``corpus`` (each distinct unit text embedded once, or read from ``cache`` when an
+    earlier run of the same model embedded it) and rank every question."""
     out = Baseline()
     units = {u.user_id: {s.session_id: session_units(s) for s in u.sessions} for u in corpus.users}
     texts = list(dict.fromkeys(t for per in units.values() for us in per.values() for t in us))
     out.units = sum(len(us) for per in units.values() for us in per.values())
     out.distinct_texts = len(texts)
     t0 = time.perf_counter()
-    vectors: dict[str, np.ndarray] = {}
-    for start in range(0, len(texts), batch):
-        chunk = texts[start : start + batch]
+    vectors: dict[str, np.ndarray] = cache.get(texts) if cache is not None else {}
+    out.cached = len(vectors)
+    todo = [t for t in texts if t not in vectors]
+    for start in range(0, len(todo), batch):
+        chunk = todo[start : start + batch]
+        fresh = {}
         for text, v in zip(chunk, embedder.embed(chunk), strict=True):
             a = np.asarray(v, dtype=np.float64)
-            vectors[text] = a / (np.linalg.norm(a) or 1.0)
+            fresh[text] = a / (np.linalg.norm(a) or 1.0)
+        vectors.update(fresh)
+        if cache is not None:
+            cache.put(fresh)
         if progress:
-            progress(min(start + batch, len(texts)), len(texts))
+            progress(out.cached + min(start + batch, len(todo)), len(texts))
+    if progress and not todo:  # every vector read from the cache
+        progress(len(texts), len(texts))
     out.embed_s = time.perf_counter() - t0
     indexes = {u.user_id: index_memory(u.sessions, vectors.__getitem__, units[u.user_id]) for u in corpus.users}
     out.results = {name: [] for name in SYSTEMS}
