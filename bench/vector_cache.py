@@ -5,7 +5,9 @@ LoCoMo's 5,880 texts in about 30 s, a 50-question LongMemEval-S sample's 26,718 
 20 minutes on one core. A second run of the same corpus reads them here instead. A vector is kept under its
 model's id (``embedder.model_id``) and the SHA-256 of its text: the embedder gives a text the same vector whatever
 else is embedded with it (int8 arithmetic runs one text at a time; fp32's padding changes nothing), so a kept
-vector is the one the run would compute. A new model id is a new key, never a stale vector.
+vector is the one the run would compute. A new model id is a new key, never a stale vector. An embeddings
+server's model id names its model and host (``openai:<model>@<host>``): a server that changes the weights behind
+a name is run with ``--no-baseline-cache``.
 
 One SQLite file (the standard library's), written once per batch; a file that cannot be read is not used (the
 run embeds as if it were empty and says so).

@@ -205,7 +205,11 @@ def test_harness_runs_end_to_end_on_a_fake_memory(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(bm, "timed_replay", fake_replay)
 
     class Letters:  # the baseline's embedder: letter counts (no model to load)
+        model_id = "letters/1"
+        embedded = 0
+
         def embed(self, texts: list[str]) -> list[list[float]]:
+            Letters.embedded += len(texts)
             return [self.embed_query(t) for t in texts]
 
         def embed_query(self, text: str) -> list[float]:
@@ -214,8 +218,16 @@ def test_harness_runs_end_to_end_on_a_fake_memory(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr("inference.embeddings.embedder_from_env", lambda env: Letters())
     out = tmp_path / "memory.txt"
     dump = tmp_path / "dump.jsonl"
-    argv = ["--users", "2", "--modes", "text,vector", "--probes", "3", "--out", str(out), "--dump", str(dump)]
+    cache = tmp_path / "cache" / "vectors.sqlite"  # never the user's ~/.cache
+    argv = ["--users", "2", "--modes", "text,vector", "--probes", "3", "--out", str(out), "--dump", str(dump),
+            "--baseline-cache", str(cache)]  # fmt: skip
     assert bm.main(argv) == 0
+    assert Letters.embedded > 0 and "(0 of them read from the vector cache" in out.read_text()
+    first, Letters.embedded = out.read_text(), 0
+    assert bm.main(argv) == 0  # the same corpus again: the baseline's vectors come from the cache
+    assert Letters.embedded == 0 and " of them read from the vector cache " in out.read_text()
+    baseline_table = [line for line in out.read_text().splitlines() if "baseline RRF" in line]
+    assert baseline_table == [line for line in first.splitlines() if "baseline RRF" in line]
     text = out.read_text()
     lines = [json.loads(line) for line in dump.read_text().splitlines()]
     assert {x["mode"] for x in lines} == {"text", "vector"}  # each hit as ranked, with what ranked it
@@ -224,7 +236,7 @@ def test_harness_runs_end_to_end_on_a_fake_memory(monkeypatch: pytest.MonkeyPatc
     assert "mode text" in text and "mode vector" in text and "point-in-time" in text
     assert "L0 lookup" in text and "p50 0.20 ms" in text  # the routing step's latency, one per question
     assert "80 episodes in" in text  # the local consolidator's own rate, over every session of the corpus
-    assert replayed == ["kmms"] and "KMMS read model rebuilt from the log" in text
+    assert replayed == ["kmms", "kmms"] and "KMMS read model rebuilt from the log" in text  # once a run
     assert "HiveMem beside the baseline" in text and "HiveMem text " in text and "baseline RRF" in text
     assert "search latency, HiveMem vector: client p50" in text  # per mode, beside the comparison
     assert "0. baseline (bench/memory_baseline.py): " in text
