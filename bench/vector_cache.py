@@ -9,8 +9,8 @@ vector is the one the run would compute. A new model id is a new key, never a st
 server's model id names its model and host (``openai:<model>@<host>``): a server that changes the weights behind
 a name is run with ``--no-baseline-cache``.
 
-One SQLite file (the standard library's), written once per batch; a file that cannot be read is not used (the
-run embeds as if it were empty and says so).
+One SQLite file (the standard library's), written once per batch. A file SQLite cannot read stops the run with
+SQLite's error; ``--no-baseline-cache`` runs without one.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class VectorCache:
     """Vectors by (model id, text). ``get`` and ``put`` take many at once: one statement a batch."""
 
     def __init__(self, path: Path, model: str) -> None:
-        self.path, self.model = path, model
+        self.model = model
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path)
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_sha256 TEXT NOT NULL, "
