@@ -9,6 +9,7 @@ BENCHES: dict[str, str] = {
     "governance": "votes/s through gate and governance to decisions, proposal->decision latency",
     "caml": "collective memory (CAML): ingest, recall latency, observe->recallable, PII cost",
     "memory": "per-claw memory (KMMS): recall on a LongMemEval-shaped corpus or LoCoMo/LongMemEval, latency",
+    "episode_model": "the search's episode model: its weights fitted on a public corpus in a running stack, checked",
     "kmp": "process memory (KMP): ingest rate; wake, ask, near and trace latency; MCP overhead",
     "replay": "rebuilding a read model from the log (hivemem replay): events/s, digests equal",
     "kstar": "KSTAR: export and import rates, bundle sizes, control-token verify latency",

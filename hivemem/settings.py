@@ -188,6 +188,7 @@ def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
     return SearchConfig(
         text_weight=num("HIVEMEM_KMMS_TEXT_WEIGHT", d.text_weight),
         rrf_k=whole("HIVEMEM_KMMS_RRF_K", d.rrf_k),
+        episode_model=flag("HIVEMEM_KMMS_EPISODE_MODEL", d.episode_model),
         voice=voice,
         said_text=flag("HIVEMEM_KMMS_SAID_TEXT", d.said_text),
         text_neighbours=flag("HIVEMEM_KMMS_TEXT_NEIGHBOURS", d.text_neighbours),

@@ -22,6 +22,10 @@ class SearchConfig:
     # vectors' ranking better: 0.874 against 0.867 with 2 : 1 through the API (docs/kmms.md).
     text_weight: float = 1.0
     rrf_k: int = 10
+    # Episodes ranked by a learned score over both rankings instead of by their best unit's fused score
+    # (HIVEMEM_KMMS_EPISODE_MODEL; 0: off; governance/kmms/episode_rank.py). Fitted on LoCoMo with the two
+    # settings above at their defaults; hybrid searches only.
+    episode_model: bool = True
     # Full text ranks each unit with its neighbours in the episode, the unit before and after it
     # (HIVEMEM_KMMS_TEXT_NEIGHBOURS; 0: off): a window of three units, one BM25 document.
     text_neighbours: bool = True

@@ -18,6 +18,7 @@ from typing import Any, Literal, cast
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.bm25 import rare_terms
+from governance.kmms.episode_rank import rank_by_episode
 from governance.kmms.feedback import feedback_order
 from governance.kmms.fusion import rrf
 from governance.kmms.units import first_of_each_episode
@@ -106,8 +107,9 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     wants_text = mode in ("hybrid", "text") and bool(text.strip())
     if wants_text or (vector is not None and mode in ("hybrid", "vector")):
         p["stats"] = await _corpus_stats(conn, p)  # read once: both rankings need them
-    by_text: list[str] | None = None  # full text, when it ran beside the nearest vectors
+    by_text: list[tuple[str, float]] | None = None  # full text (unit, BM25), when it ran beside the nearest vectors
     known: dict[str, float] = {}  # unit -> its similarity, read off an exact scan
+    best: dict[str, float] = {}  # unit -> its best (voice-adjusted) distance: its first row's
     if vector is not None and mode in ("hybrid", "vector"):
         p["q"] = vector_literal(vector)
         window = await _window_units(conn, where, p) if start is not None else None
@@ -126,7 +128,6 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
                                                                        neighbours=cfg.text_neighbours))  # fmt: skip
         else:
             near = await _nearest(conn, where, p, 3 * n, window)
-        best: dict[str, float] = {}  # unit -> its best (voice-adjusted) distance: its first row's
         for u, d in near:
             best.setdefault(u, d)
         rankings.append(list(best)[:n])
@@ -139,8 +140,12 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
             by_text = await _bm25_units(
                 conn, p, prune=bool(rankings), said=said, common_share=cfg.common_share, neighbours=cfg.text_neighbours
             )
-        rankings.append(by_text)
-    fused = rrf(rankings, k=cfg.rrf_k, weights=fusion_weights(rankings, mode, cfg.text_weight))[:n]
+        rankings.append([u for u, _ in by_text])
+    fused = rrf(rankings, k=cfg.rrf_k, weights=fusion_weights(rankings, mode, cfg.text_weight))
+    if cfg.episode_model and len(rankings) == 2 and by_text is not None:
+        # Episodes by the learned model over both rankings (governance/kmms/episode_rank.py), before the cut to n.
+        fused = rank_by_episode(fused, [(u, 1.0 - d) for u, d in best.items()], by_text, cfg.rrf_k)
+    fused = fused[:n]
     if not fused:
         return []
     p["ids"] = [u for u, _ in fused]
@@ -346,10 +351,10 @@ def keep_stats(p: dict[str, Any], corpus: str, got: Bm25Stats) -> None:
 
 async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: bool = False,
                       common_share: float = DEFAULT.common_share, neighbours: bool = DEFAULT.text_neighbours,
-                      ) -> list[str]:  # fmt: skip
-    """Units by BM25; with ``prune`` (a vector ranking stands beside it), a large memory's common lexemes left
-    out (those more than ``common_share`` of its units hold). Full text alone (mode ``text``) keeps every lexeme:
-    it is all there is. With ``said``, over the words the memory's owner said in each unit only
+                      ) -> list[tuple[str, float]]:  # fmt: skip
+    """Units by BM25, each with its score; with ``prune`` (a vector ranking stands beside it), a large memory's
+    common lexemes left out (those more than ``common_share`` of its units hold). Full text alone (mode ``text``)
+    keeps every lexeme: it is all there is. With ``said``, over the words the memory's owner said in each unit only
     (``kmms_units.said``, migration 27); otherwise, with ``neighbours``, each unit read with the units before and
     after it in its episode (``kmms.unit_window_terms``, migration 30)."""
     # Through kmms.unit_text_terms, unit_window_terms or unit_said_terms (migrations 29, 30): under row-level
@@ -376,12 +381,13 @@ async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: b
 
 
 async def bm25_ranked(conn: Conn, candidates: str, terms: str, p: dict[str, Any], total: int,
-                      avg_len: float) -> list[str]:  # fmt: skip
-    """The ``p["n"]`` best of ``candidates`` by BM25 (``bm25_ranking``: rows of id, length in lexemes and tsvector,
-    ``terms`` the query's lexemes); ``total`` and ``avg_len``: the corpus' (the memory's units or nodes)."""
+                      avg_len: float) -> list[tuple[str, float]]:  # fmt: skip
+    """The ``p["n"]`` best of ``candidates`` by BM25, each with its score (``bm25_ranking``: rows of id, length in
+    lexemes and tsvector, ``terms`` the query's lexemes); ``total`` and ``avg_len``: the corpus' (the memory's
+    units or nodes)."""
     bm25 = {"bm25_total": total, "bm25_avg": avg_len}
-    cur = await conn.execute(bm25_ranking(candidates, terms), {**p, **bm25})  # type: ignore[arg-type]
-    return [str(r[0]) for r in await cur.fetchall()]
+    cur = await conn.execute(bm25_ranking(candidates, terms, scores=True), {**p, **bm25})  # type: ignore[arg-type]
+    return [(str(r[0]), float(str(r[1]))) for r in await cur.fetchall()]
 
 
 async def unit_similarities(conn: Conn, m: Memory, model: str, unit_ids: list[str]) -> dict[tuple[str, str], float]:

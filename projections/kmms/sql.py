@@ -71,8 +71,9 @@ def query_terms_of(tsv: str) -> str:
 
 
 def bm25_ranking(candidates: str, terms: str, total: str = "%(bm25_total)s::float8",
-                 avg: str = "%(bm25_avg)s::float8") -> str:  # fmt: skip
-    """SQL: the ``%(n)s`` best of ``candidates`` by Okapi BM25, best first, ties by id (codepoint order).
+                 avg: str = "%(bm25_avg)s::float8", scores: bool = False) -> str:  # fmt: skip
+    """SQL: the ``%(n)s`` best of ``candidates`` by Okapi BM25, best first, ties by id (codepoint order); with
+    ``scores``, each with its score (0 for a candidate holding none of ``terms``).
 
     ``candidates``: a statement of rows (id, lexemes: the candidate's length, terms: its tsvector holding at least
     the query's lexemes, e.g. ``query_terms_of``, its positions of weight A; a window's neighbours' of weight B,
@@ -85,6 +86,7 @@ def bm25_ranking(candidates: str, terms: str, total: str = "%(bm25_total)s::floa
     (3-4 ms of a LoCoMo search)."""
     k1, b = f"{K1!r}::float8", f"{B!r}::float8"
     avg_len = f"(CASE WHEN {avg} > 0 THEN {avg} ELSE 1 END)"  # as bm25(): an empty corpus averages 1
+    score = ", coalesce(sc.s, 0)" if scores else ""
     return (
         f"WITH c AS MATERIALIZED ({candidates}), "
         # A term's frequency: its positions, those of weight B (a window's neighbours', kmms.unit_window_terms)
@@ -94,7 +96,7 @@ def bm25_ranking(candidates: str, terms: str, total: str = "%(bm25_total)s::floa
         f"FROM c, unnest(c.terms) x WHERE x.lexeme = ANY({terms})), "
         "df AS (SELECT t.lexeme, count(*)::float8 AS df FROM t GROUP BY t.lexeme), "
         f"n AS (SELECT greatest({total}, count(*), 1) AS n FROM c) "
-        "SELECT c.id FROM c LEFT JOIN (SELECT t.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)) * t.f "
+        f"SELECT c.id{score} FROM c LEFT JOIN (SELECT t.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)) * t.f "
         f"* ({k1} + 1) / (t.f + {k1} * (1 - {b} + {b} * t.lexemes / {avg_len}))) AS s "
         "FROM t JOIN df USING (lexeme) CROSS JOIN n GROUP BY t.id) sc USING (id) "
         'ORDER BY coalesce(sc.s, 0) DESC, c.id COLLATE "C" LIMIT %(n)s'

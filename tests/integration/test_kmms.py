@@ -171,7 +171,7 @@ def test_a_large_memorys_full_text_selects_by_its_rarer_lexemes(person: MemoryCl
         async with app_pool(stack, max_size=1) as pool, tenant_tx(pool, "mem-b") as conn:
             p = {"t": "mem-b", "c": CLAW, "s": "ana", "text": query, "start": -(2**62), "bound": 2**62,
                  "th": None, "n": 5}  # fmt: skip
-            units = await search._bm25_units(conn, p, prune=prune, said=said)
+            units = [u for u, _ in await search._bm25_units(conn, p, prune=prune, said=said)]
             cur = await conn.execute("SELECT DISTINCT session_id FROM kmms.kmms_units WHERE unit_id = ANY(%s)",
                                      (units,))  # fmt: skip
             return sorted(str(r[0]) for r in await cur.fetchall())

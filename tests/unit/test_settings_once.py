@@ -57,6 +57,7 @@ def test_the_search_settings_default_to_todays_values() -> None:
     assert DEFAULT.window_weight == 2.0
     assert (DEFAULT.tau, DEFAULT.abstain_below) == (queries.TAU, queries.ABSTAIN_BELOW)
     assert DEFAULT.statement_weight == 0.0 and DEFAULT.text_neighbours is True and DEFAULT.speaker_names is False
+    assert DEFAULT.episode_model is True
 
 
 def test_each_variable_sets_its_knob() -> None:
@@ -68,7 +69,8 @@ def test_each_variable_sets_its_knob() -> None:
            "HIVEMEM_KMMS_WINDOW_WEIGHT": "0",
            "HIVEMEM_KMMS_DRILL": "0.35", "HIVEMEM_KMMS_DRILL_WEIGHT": "0.5", "HIVEMEM_KMMS_TAU": "0.5",
            "HIVEMEM_KMMS_ABSTAIN": "0.25", "HIVEMEM_KMMS_STATEMENT": "0.5",
-           "HIVEMEM_KMMS_TEXT_NEIGHBOURS": "0", "HIVEMEM_KMMS_SPEAKER_NAMES": "1"}  # fmt: skip
+           "HIVEMEM_KMMS_TEXT_NEIGHBOURS": "0", "HIVEMEM_KMMS_SPEAKER_NAMES": "1",
+           "HIVEMEM_KMMS_EPISODE_MODEL": "0"}  # fmt: skip
     cfg = search_config_from_env(env)
     changed = {f.name for f in fields(SearchConfig) if getattr(cfg, f.name) != getattr(DEFAULT, f.name)}
     assert changed == {f.name for f in fields(SearchConfig)}
@@ -83,6 +85,8 @@ def test_said_text_is_on_for_any_other_value(off: str) -> None:
     assert search_config_from_env({"HIVEMEM_KMMS_TEXT_NEIGHBOURS": "1"}).text_neighbours is True
     assert search_config_from_env({"HIVEMEM_KMMS_SPEAKER_NAMES": off}).speaker_names is False
     assert search_config_from_env({"HIVEMEM_KMMS_SPEAKER_NAMES": "1"}).speaker_names is True
+    assert search_config_from_env({"HIVEMEM_KMMS_EPISODE_MODEL": off}).episode_model is False
+    assert search_config_from_env({"HIVEMEM_KMMS_EPISODE_MODEL": "1"}).episode_model is True
 
 
 BAD = [

@@ -1,0 +1,178 @@
+"""The episode model's weights (governance/kmms/episode_rank.py), fitted on a public corpus and checked on it:
+``hivemem bench episode_model --dataset locomo --file locomo10.json`` against a running stack that holds the corpus
+(ingested by ``hivemem bench memory --existing --dataset locomo --file locomo10.json``; tenant HIVEMEM_BENCH_TENANT
+or the tenants file's first, one memory per user as that bench makes them).
+
+1. Every question is searched in this process as the API searches it (the question read once, embedded without
+   the memory's speakers' names, k = 50, ``asOf`` the question's date), with the episode model on and the shipped
+   weights; each first stage's three lists (the fused units, the vector ranking with similarities, full text's
+   with BM25 scores: ``rank_by_episode``'s arguments) are kept.
+2. ``episode_features`` of each candidate episode; an episode is positive when its session is one of the
+   question's evidence sessions. A logistic regression with an L2 penalty (C = 1) on standardised features, fitted
+   by Newton's method, is turned back into weights on the raw features: ``EpisodeWeights(...)`` is printed.
+3. The same questions searched again with the fitted weights and with the model off: session recall@5 / @10 of
+   the three, side by side (the fitted weights' figure is on the corpus they were fitted on: report them on
+   another, ``hivemem bench memory``).
+
+The shipped weights came from ``--dataset locomo`` (docs/kmms.md, "How the ranking was chosen").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.progress import Progress
+
+from bench import BENCHES
+from bench.memory_public import Corpus, load_corpus
+from governance.kmms import episode_rank
+from governance.kmms.episode_rank import LOCOMO_WEIGHTS, EpisodeFeatures, EpisodeWeights, episode_features
+
+FEATURES = [f.name for f in fields(EpisodeFeatures)]
+K = 50  # hits per search, as the memory bench asks
+
+
+@dataclass
+class Asked:
+    evidence: list[str]
+    sessions: list[str]  # the hits' distinct sessions, in order
+    calls: list[tuple[Any, ...]]  # rank_by_episode's arguments, one per first stage run
+
+
+@contextmanager
+def kept_rankings(into: list[tuple[Any, ...]], weights: EpisodeWeights) -> Iterator[None]:
+    """The search's ``rank_by_episode`` run with ``weights``, its arguments appended to ``into``."""
+    from projections.kmms import search
+
+    shipped = search.rank_by_episode
+
+    def keep(fused: Sequence[tuple[str, float]], similar: Sequence[tuple[str, float]],
+             bm25: Sequence[tuple[str, float]], k: int) -> list[tuple[str, float]]:  # fmt: skip
+        into.append((list(fused), list(similar), list(bm25), k))
+        return episode_rank.rank_by_episode(fused, similar, bm25, k, weights)
+
+    search.rank_by_episode = keep  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        search.rank_by_episode = shipped
+
+
+async def ask_all(corpus: Corpus, weights: EpisodeWeights | None, tenant: str, console: Console,
+                  label: str) -> tuple[list[Asked], dict[str, str]]:  # fmt: skip
+    """Every question searched in process (``weights`` None: the model off); and each episode's session."""
+    from psycopg_pool import AsyncConnectionPool
+
+    from governance.kmms.statement import question_vectors
+    from hivemem.caml_wiring import embedder
+    from hivemem.settings import Settings, search_config_from_env
+    from projections.kmms import queries as q
+    from projections.kmms.search import Memory
+    from projections.kmms.speakers import embedded_question
+    from projections.queries import tenant_tx
+    from projections.vectors import hnsw_session
+
+    settings = Settings.from_env()
+    cfg = replace(search_config_from_env(os.environ), episode_model=weights is not None)
+    emb = embedder()
+    out: list[Asked] = []
+    calls: list[tuple[Any, ...]] = []
+    url = settings.app_database_url(settings.load_config())
+    async with AsyncConnectionPool(url, min_size=1, max_size=8, open=False, configure=hnsw_session) as pool:
+        with kept_rankings(calls, weights or LOCOMO_WEIGHTS), Progress(console=console) as bar:
+            task = bar.add_task(label, total=len(corpus.questions))
+            for x in corpus.questions:
+                at = int(datetime.fromisoformat(x.question_date.replace("Z", "+00:00")).timestamp() * 1000)
+                m = Memory(tenant, f"mem-{x.user_id}"[:64], x.user_id)
+                question = q.read_question(x.question, at)
+                text = await embedded_question(pool, m, question.text, cfg.speaker_names)
+                first = len(calls)
+                own, blended = question_vectors(emb.embed_query, text, cfg.statement_weight)
+                r = await q.search(pool, m, q.SearchParams(x.question, blended or own, emb.model_id, K, at, "hybrid",
+                                                           cfg.tau, cfg.abstain_below, own if blended else None,
+                                                           question), cfg)  # fmt: skip
+                sessions = list(dict.fromkeys(h.session_id for h in r.hits if h.session_id))
+                out.append(Asked(list(x.evidence_session_ids), sessions, calls[first:]))
+                bar.advance(task)
+        async with tenant_tx(pool, tenant) as conn:
+            cur = await conn.execute("SELECT DISTINCT episode_id, session_id FROM kmms.kmms_units")
+            sessions_of = {str(a): str(b) for a, b in await cur.fetchall()}
+    return out, sessions_of
+
+
+def examples(asked: list[Asked], session_of: dict[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """(features, label) of every candidate episode of every first stage."""
+    xs, ys = [], []
+    for a in asked:
+        for fused, similar, bm25, k in a.calls:
+            for episode, f in episode_features(fused, similar, bm25, k).items():
+                xs.append([getattr(f, n) for n in FEATURES])
+                ys.append(1.0 if session_of.get(episode) in a.evidence else 0.0)
+    return np.array(xs, dtype=np.float64).reshape(-1, len(FEATURES)), np.array(ys)
+
+
+def fit(x: np.ndarray, y: np.ndarray, c: float = 1.0, steps: int = 50) -> EpisodeWeights:
+    """Logistic regression, L2 penalty (C = ``c``, the intercept not penalised), on standardised features by
+    Newton's method; the weights turned back to the raw features."""
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
+    w = np.zeros(z.shape[1])
+    penalty = np.eye(z.shape[1])
+    penalty[-1, -1] = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(z @ w)))
+        grad = c * z.T @ (p - y) + penalty @ w
+        hess = c * (z.T * (p * (1 - p))) @ z + penalty
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if float(np.abs(step).max()) < 1e-10:
+            break
+    raw = w[:-1] / scale
+    named = dict(zip(FEATURES, (float(v) for v in raw), strict=True))
+    return EpisodeWeights(**named, intercept=float(w[-1] - (w[:-1] * mean / scale).sum()))
+
+
+def recall(asked: list[Asked], k: int) -> float:
+    scored = [len(set(a.sessions[:k]) & set(a.evidence)) / len(set(a.evidence)) for a in asked if a.evidence]
+    return sum(scored) / len(scored) if scored else math.nan
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="hivemem bench episode_model", description=BENCHES["episode_model"])
+    ap.add_argument("--dataset", choices=("locomo", "longmemeval", "realtalk"), required=True,
+                    help="the public corpus the running stack holds (as `hivemem bench memory` ingested it)")
+    ap.add_argument("--file", type=Path, required=True, help="the public corpus' file (REALTALK: its data folder)")
+    ap.add_argument("--limit", type=int, default=None, help="its first N questions (LongMemEval)")
+    args = ap.parse_args(argv)
+    console = Console()
+    from hivemem.settings import Settings
+
+    tenant = os.environ.get("HIVEMEM_BENCH_TENANT") or next(iter(Settings.from_env().load_config().tenants))
+    corpus = load_corpus(args.dataset, args.file, limit=args.limit)
+    shipped, session_of = asyncio.run(ask_all(corpus, LOCOMO_WEIGHTS, tenant, console, "shipped weights"))
+    x, y = examples(shipped, session_of)
+    if not y.any():
+        console.print("[red]NO_EVIDENCE[/red]: no candidate episode holds an evidence session: is the corpus "
+                      f"ingested in tenant {tenant!r}?")  # fmt: skip
+        return 2
+    fitted = fit(x, y)
+    console.print(f"{len(y):,} candidate episodes of {len(shipped):,} questions, {int(y.sum()):,} of them evidence")
+    console.print("fitted: EpisodeWeights(" + ", ".join(f"{f.name}={getattr(fitted, f.name):.3f}"
+                                                      for f in fields(EpisodeWeights)) + ")")  # fmt: skip
+    again, _ = asyncio.run(ask_all(corpus, fitted, tenant, console, "fitted weights"))
+    off, _ = asyncio.run(ask_all(corpus, None, tenant, console, "model off"))
+    for name, asked in (("shipped weights", shipped), ("fitted weights (on this corpus)", again), ("model off", off)):
+        console.print(f"{name:34s} session recall@5 {recall(asked, 5):.4f}  @10 {recall(asked, 10):.4f}")
+    return 0

@@ -1,0 +1,119 @@
+"""Episodes ranked by a learned score over what the first stage already holds (docs/kmms.md, "How the ranking was
+chosen": the episode model).
+
+The first stage fuses two unit rankings (vectors, full text) by reciprocal rank, and an episode took the place of
+its best unit. That listens to one unit of each episode and to ranks only. ``rank_by_episode`` scores each episode
+by a logistic model of seven features, all read off the two rankings the first stage has anyway:
+
+- ``fused1``, ``fused2``: its best and second-best unit's fused score (an episode two of whose rounds match tells
+  of the question's subject, not of one of its words);
+- ``bm1``, ``bm2``: its best and second-best unit's BM25 score over the best candidate's (0 without full text): how
+  far ahead a unit is, which ranks alone do not say;
+- ``cos_gap``: its best unit's similarity less the best candidate's (a unit not among the vector candidates counts
+  the lowest similarity among them);
+- ``text_rank``, ``vector_rank``: ``1 / (k + rank)`` of its best unit in each ranking (0 where absent), which
+  weigh against ``fused1``: a unit first in one ranking only is worth less than its fused score says.
+
+The weights are a logistic regression fitted on LoCoMo's 1,532 questions (an episode is positive when it is one
+of the question's evidence sessions) with the first stage's defaults (rrf k = 10, full text and vectors 1 : 1,
+each ranking 220 deep, the neighbours in full text); leave-one-conversation-out on LoCoMo, and applied unchanged
+to REALTALK and LongMemEval-S, which chose nothing. An episode's score is the model's probability that it is
+evidence. Pure: same rankings, same order; ties by episode id.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from governance.kmms.units import episode_of
+
+
+@dataclass(frozen=True)
+class EpisodeWeights:
+    """The logistic model's weights on the raw features (``rank_by_episode``) and its intercept."""
+
+    fused1: float
+    fused2: float
+    bm1: float
+    bm2: float
+    cos_gap: float
+    text_rank: float
+    vector_rank: float
+    intercept: float
+
+
+# Fitted on LoCoMo (a logistic regression with an L2 penalty, C = 1, on standardised features, turned back to raw
+# ones; 42,397 (question, candidate episode) pairs). docs/kmms.md gives the protocol and the figures.
+LOCOMO_WEIGHTS = EpisodeWeights(fused1=18.779, fused2=17.741, bm1=5.057, bm2=-2.037, cos_gap=5.477,
+                                text_rank=-21.249, vector_rank=-13.956, intercept=-4.887)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EpisodeFeatures:
+    fused1: float
+    fused2: float
+    bm1: float
+    bm2: float
+    cos_gap: float
+    text_rank: float
+    vector_rank: float
+
+    def score(self, w: EpisodeWeights) -> float:
+        """The model's log-odds that the episode is evidence."""
+        return math.fsum((w.fused1 * self.fused1, w.fused2 * self.fused2, w.bm1 * self.bm1, w.bm2 * self.bm2,
+                          w.cos_gap * self.cos_gap, w.text_rank * self.text_rank, w.vector_rank * self.vector_rank,
+                          w.intercept))  # fmt: skip
+
+
+def episode_features(fused: Sequence[tuple[str, float]], similar: Sequence[tuple[str, float]],
+                     bm25: Sequence[tuple[str, float]], k: int) -> dict[str, EpisodeFeatures]:  # fmt: skip
+    """Each episode's features (module docstring) from the fused units (unit id, score), the vector ranking (unit
+    id, similarity; best first) and full text's (unit id, BM25 score; best first), with the fusion's ``k``."""
+    fused_of: dict[str, list[float]] = {}
+    for unit, s in fused:
+        fused_of.setdefault(episode_of(unit), []).append(s)
+    sims: dict[str, float] = {}
+    v_rank: dict[str, int] = {}
+    for rank, (unit, sim) in enumerate(similar, start=1):
+        e = episode_of(unit)
+        sims[e] = max(sims.get(e, sim), sim)
+        v_rank.setdefault(e, rank)
+    texts: dict[str, list[float]] = {}
+    t_rank: dict[str, int] = {}
+    for rank, (unit, s) in enumerate(bm25, start=1):
+        e = episode_of(unit)
+        texts.setdefault(e, []).append(s)
+        t_rank.setdefault(e, rank)
+    top_sim = max(sims.values(), default=0.0)
+    low_sim = min(sims.values(), default=0.0)
+    top_bm = max((s for ss in texts.values() for s in ss), default=0.0)
+    out: dict[str, EpisodeFeatures] = {}
+    for e, scores in fused_of.items():
+        f = [*sorted(scores, reverse=True), 0.0]
+        b = [*sorted(texts.get(e, []), reverse=True), 0.0, 0.0]
+        out[e] = EpisodeFeatures(
+            fused1=f[0], fused2=f[1],
+            bm1=b[0] / top_bm if top_bm > 0 else 0.0, bm2=b[1] / top_bm if top_bm > 0 else 0.0,
+            cos_gap=sims.get(e, low_sim) - top_sim,
+            text_rank=1.0 / (k + t_rank[e]) if e in t_rank else 0.0,
+            vector_rank=1.0 / (k + v_rank[e]) if e in v_rank else 0.0,
+        )  # fmt: skip
+    return out
+
+
+def rank_by_episode(fused: Sequence[tuple[str, float]], similar: Sequence[tuple[str, float]],
+                    bm25: Sequence[tuple[str, float]], k: int,
+                    weights: EpisodeWeights = LOCOMO_WEIGHTS) -> list[tuple[str, float]]:  # fmt: skip
+    """The fused units (unit id, fused score; best first) ordered by their episode's learned score (best first,
+    ties by episode id), each episode's units in their fused order. Each unit's score becomes its episode's
+    probability of being evidence, times its share of its episode's best fused score (the best unit: the
+    probability itself)."""
+    features = episode_features(fused, similar, bm25, k)
+    prob = {e: 1.0 / (1.0 + math.exp(-f.score(weights))) for e, f in features.items()}
+    best: dict[str, float] = {}
+    for unit, s in fused:
+        best.setdefault(episode_of(unit), s)
+    out = [(unit, prob[e] * (s / best[e] if best[e] > 0 else 1.0)) for unit, s in fused for e in (episode_of(unit),)]
+    return sorted(out, key=lambda t: (-t[1], t[0]))
