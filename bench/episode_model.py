@@ -152,7 +152,7 @@ def recall(asked: list[Asked], k: int) -> float:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="hivemem bench episode_model", description=BENCHES["episode_model"])
     ap.add_argument("--dataset", choices=("locomo", "longmemeval", "realtalk"), required=True,
-                    help="the public corpus the running stack holds (as `hivemem bench memory` ingested it)")
+                    help="the public corpus the running stack holds (`hivemem bench memory` ingested it)")  # fmt: skip
     ap.add_argument("--file", type=Path, required=True, help="the public corpus' file (REALTALK: its data folder)")
     ap.add_argument("--limit", type=int, default=None, help="its first N questions (LongMemEval)")
     args = ap.parse_args(argv)

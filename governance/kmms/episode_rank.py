@@ -67,10 +67,18 @@ class EpisodeFeatures:
                           w.intercept))  # fmt: skip
 
 
+def _episodes(*lists: Sequence[tuple[str, float]]) -> dict[str, str]:
+    """Each unit's episode (``episode_of``), once per unit of ``lists``."""
+    return {u: episode_of(u) for units in lists for u, _ in units}
+
+
 def episode_features(fused: Sequence[tuple[str, float]], similar: Sequence[tuple[str, float]],
-                     bm25: Sequence[tuple[str, float]], k: int) -> dict[str, EpisodeFeatures]:  # fmt: skip
+                     bm25: Sequence[tuple[str, float]], k: int,
+                     episodes: dict[str, str] | None = None) -> dict[str, EpisodeFeatures]:  # fmt: skip
     """Each episode's features (module docstring) from the fused units (unit id, score), the vector ranking (unit
-    id, similarity; best first) and full text's (unit id, BM25 score; best first), with the fusion's ``k``."""
+    id, similarity; best first) and full text's (unit id, BM25 score; best first), with the fusion's ``k``;
+    ``episodes``: each unit's episode, when the caller has them (``_episodes``)."""
+    episode_of = (episodes or _episodes(fused, similar, bm25)).__getitem__
     fused_of: dict[str, list[float]] = {}
     for unit, s in fused:
         fused_of.setdefault(episode_of(unit), []).append(s)
@@ -78,8 +86,8 @@ def episode_features(fused: Sequence[tuple[str, float]], similar: Sequence[tuple
     v_rank: dict[str, int] = {}
     for rank, (unit, sim) in enumerate(similar, start=1):
         e = episode_of(unit)
-        sims[e] = max(sims.get(e, sim), sim)
-        v_rank.setdefault(e, rank)
+        if e not in v_rank:  # best first: an episode's first row is its best
+            sims[e], v_rank[e] = sim, rank
     texts: dict[str, list[float]] = {}
     t_rank: dict[str, int] = {}
     for rank, (unit, s) in enumerate(bm25, start=1):
@@ -110,10 +118,11 @@ def rank_by_episode(fused: Sequence[tuple[str, float]], similar: Sequence[tuple[
     ties by episode id), each episode's units in their fused order. Each unit's score becomes its episode's
     probability of being evidence, times its share of its episode's best fused score (the best unit: the
     probability itself)."""
-    features = episode_features(fused, similar, bm25, k)
+    episodes = _episodes(fused, similar, bm25)
+    features = episode_features(fused, similar, bm25, k, episodes)
     prob = {e: 1.0 / (1.0 + math.exp(-f.score(weights))) for e, f in features.items()}
     best: dict[str, float] = {}
     for unit, s in fused:
-        best.setdefault(episode_of(unit), s)
-    out = [(unit, prob[e] * (s / best[e] if best[e] > 0 else 1.0)) for unit, s in fused for e in (episode_of(unit),)]
+        best.setdefault(episodes[unit], s)
+    out = [(unit, prob[e] * (s / best[e] if best[e] > 0 else 1.0)) for unit, s in fused for e in (episodes[unit],)]
     return sorted(out, key=lambda t: (-t[1], t[0]))
