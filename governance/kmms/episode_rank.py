@@ -14,11 +14,11 @@ by a logistic model of seven features, all read off the two rankings the first s
 - ``text_rank``, ``vector_rank``: ``1 / (k + rank)`` of its best unit in each ranking (0 where absent), which
   weigh against ``fused1``: a unit first in one ranking only is worth less than its fused score says.
 
-The weights are a logistic regression fitted on LoCoMo's 1,532 questions (an episode is positive when it is one
-of the question's evidence sessions) with the first stage's defaults (rrf k = 10, full text and vectors 1 : 1,
-each ranking 220 deep, the neighbours in full text); leave-one-conversation-out on LoCoMo, and applied unchanged
-to REALTALK and LongMemEval-S, which chose nothing. An episode's score is the model's probability that it is
-evidence. Pure: same rankings, same order; ties by episode id.
+The weights are a logistic regression fitted on LoCoMo's 1,532 questions through HiveMem's own first stage
+(``hivemem bench episode_model``; an episode is positive when it is one of the question's evidence sessions) with
+the first stage's defaults (rrf k = 10, full text and vectors 1 : 1, the neighbours in full text), and applied
+unchanged to REALTALK and LongMemEval-S, which chose nothing. An episode's score is the model's probability that
+it is evidence. Pure: same rankings, same order.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class EpisodeWeights:
 
 
 # Fitted on LoCoMo (a logistic regression with an L2 penalty, C = 1, on standardised features, turned back to raw
-# ones; 42,397 (question, candidate episode) pairs). docs/kmms.md gives the protocol and the figures.
+# ones; 43,326 (first stage, candidate episode) pairs). docs/kmms.md gives the protocol and the figures.
 LOCOMO_WEIGHTS = EpisodeWeights(fused1=18.779, fused2=17.741, bm1=5.057, bm2=-2.037, cos_gap=5.477,
                                 text_rank=-21.249, vector_rank=-13.956, intercept=-4.887)  # fmt: skip
 
@@ -114,10 +114,10 @@ def episode_features(fused: Sequence[tuple[str, float]], similar: Sequence[tuple
 def rank_by_episode(fused: Sequence[tuple[str, float]], similar: Sequence[tuple[str, float]],
                     bm25: Sequence[tuple[str, float]], k: int,
                     weights: EpisodeWeights = LOCOMO_WEIGHTS) -> list[tuple[str, float]]:  # fmt: skip
-    """The fused units (unit id, fused score; best first) ordered by their episode's learned score (best first,
-    ties by episode id), each episode's units in their fused order. Each unit's score becomes its episode's
-    probability of being evidence, times its share of its episode's best fused score (the best unit: the
-    probability itself)."""
+    """The fused units (unit id, fused score; best first) with new scores, best first (ties by unit id): an
+    episode's best unit scores the episode's probability of being evidence, each other unit of it that times its
+    share of the best unit's fused score. So the episodes' best units come in the order of their probabilities,
+    and each episode's units in their fused order."""
     episodes = _episodes(fused, similar, bm25)
     features = episode_features(fused, similar, bm25, k, episodes)
     prob = {e: 1.0 / (1.0 + math.exp(-f.score(weights))) for e, f in features.items()}
