@@ -25,29 +25,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from governance.kmms.units import episode_of
-
-
-@dataclass(frozen=True)
-class EpisodeWeights:
-    """The logistic model's weights on the raw features (``rank_by_episode``) and its intercept."""
-
-    fused1: float
-    fused2: float
-    bm1: float
-    bm2: float
-    cos_gap: float
-    text_rank: float
-    vector_rank: float
-    intercept: float
-
-
-# Fitted on LoCoMo (a logistic regression with an L2 penalty, C = 1, on standardised features, turned back to raw
-# ones; 43,326 (first stage, candidate episode) pairs). docs/kmms.md gives the protocol and the figures.
-LOCOMO_WEIGHTS = EpisodeWeights(fused1=18.779, fused2=17.741, bm1=5.057, bm2=-2.037, cos_gap=5.477,
-                                text_rank=-21.249, vector_rank=-13.956, intercept=-4.887)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -62,9 +42,21 @@ class EpisodeFeatures:
 
     def score(self, w: EpisodeWeights) -> float:
         """The model's log-odds that the episode is evidence."""
-        return math.fsum((w.fused1 * self.fused1, w.fused2 * self.fused2, w.bm1 * self.bm1, w.bm2 * self.bm2,
-                          w.cos_gap * self.cos_gap, w.text_rank * self.text_rank, w.vector_rank * self.vector_rank,
-                          w.intercept))  # fmt: skip
+        return math.fsum([*(getattr(w, f.name) * getattr(self, f.name) for f in fields(EpisodeFeatures)),
+                          w.intercept])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EpisodeWeights(EpisodeFeatures):
+    """The logistic model's weight on each raw feature (``EpisodeFeatures``' fields) and its intercept."""
+
+    intercept: float
+
+
+# Fitted on LoCoMo (a logistic regression with an L2 penalty, C = 1, on standardised features, turned back to raw
+# ones; 43,326 (first stage, candidate episode) pairs). docs/kmms.md gives the protocol and the figures.
+LOCOMO_WEIGHTS = EpisodeWeights(fused1=18.779, fused2=17.741, bm1=5.057, bm2=-2.037, cos_gap=5.477,
+                                text_rank=-21.249, vector_rank=-13.956, intercept=-4.887)  # fmt: skip
 
 
 def _episodes(*lists: Sequence[tuple[str, float]]) -> dict[str, str]:
