@@ -35,6 +35,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from bench import BENCHES
+from bench.memory_metrics import recall_at
 from bench.memory_public import Corpus, load_corpus
 from governance.kmms import episode_rank
 from governance.kmms.episode_rank import LOCOMO_WEIGHTS, EpisodeFeatures, EpisodeWeights, episode_features
@@ -145,7 +146,8 @@ def fit(x: np.ndarray, y: np.ndarray, c: float = 1.0, steps: int = 50) -> Episod
 
 
 def recall(asked: list[Asked], k: int) -> float:
-    scored = [len(set(a.sessions[:k]) & set(a.evidence)) / len(set(a.evidence)) for a in asked if a.evidence]
+    """Session recall@k (``memory_metrics.recall_at``) averaged over the questions with evidence."""
+    scored = [r for a in asked if (r := recall_at(a.sessions, a.evidence, k)) is not None]
     return sum(scored) / len(scored) if scored else math.nan
 
 
