@@ -52,16 +52,15 @@ def consolidate_locally(corpus: Corpus) -> Consolidated:
 
 def l0_lookup_ms(db_url: str, tenant: str, corpus: Corpus) -> list[float]:
     """One timed ``known_terms`` per question, on its user's memory (after 5 untimed warm-up lookups)."""
-    from psycopg_pool import AsyncConnectionPool
 
     from projections.kmms.queries import known_terms
     from projections.kmms.search import Memory
-    from projections.queries import tenant_tx
+    from projections.queries import app_pool, tenant_tx
 
     async def run() -> list[float]:
         out: list[float] = []
-        # As the API connects (projections/http/context.py): the application role, unprepared statements.
-        pool = AsyncConnectionPool(db_url, min_size=1, max_size=1, open=False, kwargs={"prepare_threshold": None})
+        # As the API connects (projections/http/context.py): the application role, statements prepared after a few runs.
+        pool = app_pool(db_url, min_size=1, max_size=1)
         async with pool:
             for i, q in enumerate([*corpus.questions[:5], *corpus.questions]):
                 m = Memory(tenant, f"mem-{q.user_id}"[:64], q.user_id)

@@ -12,7 +12,7 @@ from fastapi import Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CollectorRegistry, Counter
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import ConnectionPool
 from pydantic import BaseModel
 
 from contracts.caml_records import CamlAuditEntry, CamlEvent
@@ -24,7 +24,7 @@ from projections.auth import Principal, verify_token
 from projections.http.errors import ApiError
 from projections.http.limits import MAX_TOKEN, Clean
 from projections.kmms.config import DEFAULT, SearchConfig
-from projections.queries import ConsistencyTimeout, ForeignToken, unbind_tenant, wait_consistent
+from projections.queries import ConsistencyTimeout, ForeignToken, app_pool, unbind_tenant, wait_consistent
 from projections.vectors import hnsw_session
 
 MAX_WAIT_MS = 30_000
@@ -93,8 +93,7 @@ class Ctx:
 
     def __init__(self, deps: ApiDeps) -> None:
         self.deps = deps
-        self.pool = AsyncConnectionPool(deps.app_db_url, min_size=1, max_size=8, open=False, configure=hnsw_session,
-                                        kwargs={"prepare_threshold": None})  # fmt: skip
+        self.pool = app_pool(deps.app_db_url, min_size=1, max_size=8, configure=hnsw_session)
         # KSTAR's export, import and sync are one synchronous library with the CLI (projections.kstar.io):
         # the routes run it in a worker thread on these, each bound to the caller's tenant while it is lent.
         self.sync_pool = ConnectionPool(deps.app_db_url, min_size=0, max_size=2, open=False, reset=unbind_tenant)

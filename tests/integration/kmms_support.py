@@ -18,6 +18,7 @@ from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient, SearchResult
 from projections.auth import mint_token
 from projections.kmms.config import SearchConfig
+from projections.queries import app_pool as open_app_pool
 from tests.conftest import wait_until
 
 
@@ -55,11 +56,11 @@ def conversed(stack: Stack, claw: str, user_id: str, history: Sequence[tuple[str
 
 @asynccontextmanager
 async def app_pool(stack: Stack, max_size: int = 1) -> AsyncIterator[AsyncConnectionPool]:
-    """A pool on the application role, as the API opens it (row-level security, no prepared statements), with
-    its first connection ready: whether it has one to spare is then not a race."""
+    """A pool on the application role, as the API opens it (row-level security, statements prepared after a few
+    runs: ``projections.queries.app_pool``), with its first connection ready: whether it has one to spare is then
+    not a race."""
     settings = stack.settings
-    pool = AsyncConnectionPool(settings.app_database_url(settings.load_config()), min_size=1, max_size=max_size,
-                               open=False, kwargs={"prepare_threshold": None})  # fmt: skip
+    pool = open_app_pool(settings.app_database_url(settings.load_config()), min_size=1, max_size=max_size)
     await pool.open(wait=True)
     try:
         yield pool
