@@ -53,10 +53,10 @@ class AuditEntry(BaseModel):
 
 # The API's pool prepares a statement once it has run this many times on a connection (psycopg's default), so
 # Postgres parses it once and may keep a plan for it. A search sends about ten statements, several of them long
-# CTEs under row-level security: unprepared, their parse and plan took 9 ms of Postgres per LoCoMo search (plans
-# 7.5 ms), more than their execution. In process on the dev stack (300 LoCoMo questions, three alternations), the
-# search's p50 went from 24.3-25.3 ms to 19.5-22.6 ms. Prepared statements live on the session: connect directly
-# or through a session-mode pooler (docs/deploy-kubernetes.md), as the processors already must.
+# CTEs under row-level security: unprepared, their parse and plan took 10 ms of Postgres per LoCoMo search (plans
+# 7.6 ms; execution 11.4 ms); prepared, 3.5 ms. In process on the dev stack (300 LoCoMo questions, three
+# alternations), the search's p50 went from 24.3-25.3 ms to 19.5-22.6 ms. Prepared statements live on the
+# session: connect directly or through a session-mode pooler (docs/deploy-kubernetes.md), as the processors must.
 PREPARE_THRESHOLD = 5
 
 
