@@ -8,13 +8,14 @@ the question than June's small talk, so it comes before them (projections.kmms.r
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
 
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
-from tests.integration.kmms_support import conversed, search_in_process
+from tests.integration.kmms_support import app_pool, conversed, search_in_process, with_rules
 
 pytestmark = pytest.mark.integration
 
@@ -61,6 +62,40 @@ def test_a_window_with_a_round_as_close_keeps_its_own_first(rower: MemoryClient)
     assert res.temporal_intent == "WINDOW"
     sessions = [h.session_id for h in res.hits if h.layer == 4]
     assert sessions[0] != "s-0", sessions
+
+
+def test_a_search_prepares_its_statements_but_never_the_window_count(stack: Stack, rower: MemoryClient) -> None:
+    # On a pool of one connection, as the API's (projections.queries.app_pool): after PREPARE_THRESHOLD searches
+    # the search's statements are prepared on it, except the window's unit count, whose kept plan would serve every
+    # window's width alike (300 ms instead of 20 for "this year" at 100,000 episodes).
+    from datetime import datetime
+
+    from governance.kmms.statement import question_vectors
+    from hivemem.caml_wiring import embedder
+    from projections.kmms import queries as q
+    from projections.kmms.search import Memory
+    from projections.queries import PREPARE_THRESHOLD
+
+    emb, question = embedder(), "What sport was I doing in June?"
+    at = int(datetime.fromisoformat("2026-08-18T00:00:00+00:00").timestamp() * 1000)
+    own, _ = question_vectors(emb.embed_query, question, 0.0)
+    params = q.SearchParams(question, own, emb.model_id, 5, at, "hybrid")
+
+    async def run() -> tuple[list[str], list[str]]:
+        async with app_pool(stack, max_size=1) as pool:
+            sessions: list[str] = []
+            for _ in range(PREPARE_THRESHOLD + 1):
+                res = await q.search(pool, Memory("mem-b", CLAW, "ines"), params, with_rules())
+                sessions = [h.session_id or "" for h in res.hits if h.layer == 4]
+            async with pool.connection() as conn:
+                cur = await conn.execute("SELECT statement FROM pg_prepared_statements")
+                return sessions, [str(r[0]) for r in await cur.fetchall()]
+
+    sessions, prepared = asyncio.run(run())
+    assert set(sessions[:4]) == {"s-1", "s-2", "s-3", "s-4"}, sessions  # the same hits as unprepared, above
+    assert any("kmms.unit_window_terms" in s for s in prepared), prepared  # full text's statement
+    assert any("<=>" in s and "kmms.kmms_vectors" in s for s in prepared), prepared  # the nearest vectors'
+    assert not any(s.startswith("SELECT count(*) FROM kmms.kmms_units") for s in prepared), prepared
 
 
 # A date misread: "Spring Fling Market" names a market, not the season, yet reads as spring (March to May). The
