@@ -52,7 +52,6 @@ def consolidate_locally(corpus: Corpus) -> Consolidated:
 
 def l0_lookup_ms(db_url: str, tenant: str, corpus: Corpus) -> list[float]:
     """One timed ``known_terms`` per question, on its user's memory (after 5 untimed warm-up lookups)."""
-
     from projections.kmms.queries import known_terms
     from projections.kmms.search import Memory
     from projections.queries import app_pool, tenant_tx

@@ -131,6 +131,19 @@ def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: i
     speakers' names, blended with its
     statement form by ``statement``), with the named ``RULES_ON`` turned on and ``changes`` made (``with_rules``): a
     ``projections.kmms.queries`` SearchResult (times in epoch ms)."""
+
+    async def run() -> Any:
+        async with app_pool(stack, max_size=2) as pool:
+            return await search_on(pool, claw, user_id, question, k, as_of, rules=rules, statement=statement,
+                                   mode=mode, tenant=tenant, changes=changes)  # fmt: skip
+
+    return asyncio.run(run())
+
+
+async def search_on(pool: AsyncConnectionPool, claw: str, user_id: str, question: str, k: int, as_of: str, *,
+                    rules: Sequence[str] = (), statement: float = 0.0, mode: str = "hybrid",
+                    tenant: str = "mem-b", changes: dict[str, Any] | None = None) -> Any:  # fmt: skip
+    """``search_in_process``'s search, on a pool the caller holds (``app_pool``)."""
     from datetime import datetime
 
     from governance.kmms.statement import question_vectors
@@ -143,14 +156,9 @@ def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: i
     at = int(datetime.fromisoformat(as_of.replace("Z", "+00:00")).timestamp() * 1000)
     cfg = with_rules(rules, **(changes or {}))
     m = Memory(tenant, claw, user_id)
-
-    async def run() -> Any:
-        async with app_pool(stack, max_size=2) as pool:
-            text = await embedded_question(pool, m, q.content_query(question, at), cfg.speaker_names)
-            own, blended = question_vectors(emb.embed_query, text, statement)
-            vector = None if mode == "text" else blended or own
-            params = q.SearchParams(question, vector, emb.model_id, k, at, mode,  # type: ignore[arg-type]
-                                    own_vector=own if blended and vector else None)  # fmt: skip
-            return await q.search(pool, m, params, cfg)
-
-    return asyncio.run(run())
+    text = await embedded_question(pool, m, q.content_query(question, at), cfg.speaker_names)
+    own, blended = question_vectors(emb.embed_query, text, statement)
+    vector = None if mode == "text" else blended or own
+    params = q.SearchParams(question, vector, emb.model_id, k, at, mode,  # type: ignore[arg-type]
+                            own_vector=own if blended and vector else None)  # fmt: skip
+    return await q.search(pool, m, params, cfg)

@@ -15,7 +15,7 @@ import pytest
 
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
-from tests.integration.kmms_support import app_pool, conversed, search_in_process, with_rules
+from tests.integration.kmms_support import app_pool, conversed, search_in_process, search_on
 
 pytestmark = pytest.mark.integration
 
@@ -68,24 +68,13 @@ def test_a_search_prepares_its_statements_but_never_the_window_count(stack: Stac
     # On a pool of one connection, as the API's (projections.queries.app_pool): after PREPARE_THRESHOLD searches
     # the search's statements are prepared on it, except the window's unit count, whose kept plan would serve every
     # window's width alike (300 ms instead of 20 for "this year" at 100,000 episodes).
-    from datetime import datetime
-
-    from governance.kmms.statement import question_vectors
-    from hivemem.caml_wiring import embedder
-    from projections.kmms import queries as q
-    from projections.kmms.search import Memory
     from projections.queries import PREPARE_THRESHOLD
-
-    emb, question = embedder(), "What sport was I doing in June?"
-    at = int(datetime.fromisoformat("2026-08-18T00:00:00+00:00").timestamp() * 1000)
-    own, _ = question_vectors(emb.embed_query, question, 0.0)
-    params = q.SearchParams(question, own, emb.model_id, 5, at, "hybrid")
 
     async def run() -> tuple[list[str], list[str]]:
         async with app_pool(stack, max_size=1) as pool:
             sessions: list[str] = []
             for _ in range(PREPARE_THRESHOLD + 1):
-                res = await q.search(pool, Memory("mem-b", CLAW, "ines"), params, with_rules())
+                res = await search_on(pool, CLAW, "ines", "What sport was I doing in June?", 5, "2026-08-18T00:00:00Z")
                 sessions = [h.session_id or "" for h in res.hits if h.layer == 4]
             async with pool.connection() as conn:
                 cur = await conn.execute("SELECT statement FROM pg_prepared_statements")
