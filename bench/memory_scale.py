@@ -108,15 +108,15 @@ def build(db_url: str, tenant: str, claw: str, scope: str, target: int, seed: in
                     for vid, kind, voice, v in vec_of.get(eid, []):
                         moved = v + rng.normal(0.0, NOISE, v.shape).astype(np.float32)
                         vec_rows.append((vid.replace(eid, new_eid, 1), model, tenant, claw, scope, kind, voice,
-                                         moved / np.linalg.norm(moved)))  # fmt: skip
+                                         moved / np.linalg.norm(moved), when))  # fmt: skip
                 _copy_rows(cur, "COPY kmms.kmms_episodes (tenant, claw_id, scope, episode_id, session_id, thread_id, "
                            "content_type, occurred_at, content, content_hash, redacted, envelope_event_id, event_id, "
                            "logged_at) FROM STDIN", ep_rows)  # fmt: skip
                 _copy_rows(cur, "COPY kmms.kmms_units (tenant, claw_id, scope, unit_id, episode_id, session_id, "
                            "thread_id, ordinal, text, occurred_at, logged_at, said) FROM STDIN", unit_rows)  # fmt: skip
-                with cur.copy("COPY kmms.kmms_vectors (unit_id, model, tenant, claw_id, scope, kind, voice, embedding) "
-                              "FROM STDIN WITH (FORMAT BINARY)") as copy:  # fmt: skip
-                    copy.set_types(["text", "text", "text", "text", "text", "text", "text", "vector"])
+                with cur.copy("COPY kmms.kmms_vectors (unit_id, model, tenant, claw_id, scope, kind, voice, embedding, "
+                              "occurred_at) FROM STDIN WITH (FORMAT BINARY)") as copy:  # fmt: skip
+                    copy.set_types(["text", "text", "text", "text", "text", "text", "text", "vector", "int8"])
                     for row in vec_rows:
                         copy.write_row(row)
                 need -= len(ep_rows)

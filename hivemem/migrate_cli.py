@@ -48,7 +48,11 @@ def run_migrate() -> int:
         print("\n".join(problems), file=sys.stderr)
         print("create the topics first (deploy/k8s/examples/strimzi, docs/deploy-kubernetes.md)", file=sys.stderr)
         return 1
-    applied = migrate(settings.require_database(), settings.load_config().app_db_password)
+    applied = migrate(
+        settings.require_database(),
+        settings.load_config().app_db_password,
+        lambda v, name: print(f"applying migration {v} ({name})", flush=True),
+    )
     print(f"topics ok; migrations applied now: {applied or 'none (already up to date)'}")
     return 0
 

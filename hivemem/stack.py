@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -85,7 +86,7 @@ class Stack:
         self.postgres: LocalPostgres | None = None
         self.services: dict[str, ServiceProcess] = {}
 
-    def start_backends(self, say: object = print) -> Settings:
+    def start_backends(self, say: Callable[[str], object] = print) -> Settings:
         s = self.settings
         s.home.mkdir(parents=True, exist_ok=True)
         bootstrap, db = s.kafka_bootstrap, s.database_url
@@ -96,18 +97,18 @@ class Stack:
             self.kafka_cluster = LocalKafkaCluster(s.home, s.kafka_brokers, java_home=s.java_home)
             bootstrap = self.kafka_cluster.start()
             replication = replication or self.kafka_cluster.size
-            say(f"Kafka (KRaft, local cluster of {s.kafka_brokers}) on {bootstrap}")  # type: ignore[operator]
+            say(f"Kafka (KRaft, local cluster of {s.kafka_brokers}) on {bootstrap}")
         elif not bootstrap:
             self.kafka = LocalKafka(s.home, java_home=s.java_home)
             bootstrap = self.kafka.start()
-            say(f"Kafka (KRaft, local) on {bootstrap}")  # type: ignore[operator]
+            say(f"Kafka (KRaft, local) on {bootstrap}")
         if not db:
             self.postgres = LocalPostgres(s.home)
             db = self.postgres.start()
-            say(f"PostgreSQL (embedded) at {db}")  # type: ignore[operator]
+            say(f"PostgreSQL (embedded) at {db}")
         self.settings = s = dataclasses.replace(s, kafka_bootstrap=bootstrap, database_url=db)
         config = s.load_config()
-        migrate(db, config.app_db_password)
+        migrate(db, config.app_db_password, lambda v, name: say(f"applying migration {v} ({name})"))
         ensure_topics(bootstrap, s.topics, replication_factor=replication)
         if self._owns_backends():
             (s.home / "endpoints.json").write_text(json.dumps(

@@ -29,6 +29,7 @@ from projections.kmms.migrations import (
     kmms_text_matches_migration,
     kmms_unit_windows_lag_migration,
     kmms_unit_windows_migration,
+    kmms_vector_time_migration,
     kmms_vector_voice_migration,
     kmms_vectors_tenant_key_migration,
 )
@@ -190,6 +191,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (31, "kmms: full-text candidates' neighbours by lag and lead", kmms_unit_windows_lag_migration),
     (32, "kmms: the planner told that a memory's scope names its claw", kmms_memory_statistics_migration),
     (33, "kmms: a small memory's full-text candidates found by reading its units", kmms_small_memory_text_migration),
+    (34, "kmms: each vector with its unit's event time, indexed", kmms_vector_time_migration),
 ]  # fmt: skip
 
 
@@ -200,8 +202,9 @@ def ensure_app_role(conn: psycopg.Connection[tuple[object, ...]], password: str)
         sql.SQL(verb), sql.Identifier(APP_ROLE), sql.Literal(password)))  # fmt: skip
 
 
-def migrate(url: str, app_password: str) -> list[int]:
-    """Apply pending migrations; return the versions applied now."""
+def migrate(url: str, app_password: str, announce: Callable[[int, str], object] | None = None) -> list[int]:
+    """Apply pending migrations; return the versions applied now. ``announce(version, name)`` is called before
+    each is applied (one may take minutes on a large read model: migration 34 rewrites every vector's row)."""
     applied: list[int] = []
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_ID,))
@@ -216,6 +219,8 @@ def migrate(url: str, app_password: str) -> list[int]:
             for version, name, statements in MIGRATIONS:
                 if version in done:
                     continue
+                if announce is not None and done:  # a new database's first migrations are quick
+                    announce(version, name)
                 with conn.transaction():
                     for stmt in statements():
                         conn.execute(stmt)  # type: ignore[arg-type]

@@ -99,3 +99,8 @@ def sentences_of(unit_id: str, text: str) -> list[Unit]:
 
 def is_sentence(vector_id: str) -> bool:
     return bool(_SENTENCE_ID.search(vector_id))
+
+
+def unit_of(vector_id: str) -> str:
+    """The unit a unit's or sentence's vector id belongs to (``<unit id>~s<n>`` -> ``<unit id>``)."""
+    return _SENTENCE_ID.sub("", vector_id)

@@ -1,14 +1,15 @@
-"""Migrations 13, 14, 20, 24-27 and 29-33: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read
+"""Migrations 13, 14, 20, 24-27 and 29-34: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read
 model (``kmms``); erasure (14); full-text candidates through the text index under row-level security (20); the
 lexemes too common to select candidates by (24); vectors keyed by tenant, with their cause's position (25);
 each vector's voice (26); each unit's words said by its owner, with their own full-text vector (27); BM25's
 inputs without whole tsvectors: lengths stored, candidates with only the query's terms (29); full-text candidates
 read with their neighbours (30, 31); the planner's statistics of a memory (32); a small memory's full-text
-candidates found by reading its units (33)."""
+candidates found by reading its units (33); each vector with its unit's event time (34)."""
 
 from __future__ import annotations
 
-from projections.kmms.read_model import KmmsProjection
+from projections.kmms.read_model import KmmsProjection, vector_time_indexes
+from projections.kmms.sql import UNIT_OF_SQL
 from projections.read_models import APP_ROLE
 
 _PROCESSOR_STATE = [
@@ -309,3 +310,37 @@ def kmms_memory_statistics_migration() -> list[str]:
         out += [f"CREATE STATISTICS IF NOT EXISTS kmms.{table}_memory (dependencies) ON tenant, claw_id, scope "
                 f"FROM kmms.{table}", f"ANALYZE kmms.{table}"]  # fmt: skip
     return out
+
+
+def kmms_vector_time_migration() -> list[str]:
+    """Each unit's and sentence's vector with its unit's event time, and indexed by it (``kmms_vectors_time``): a
+    search's time window reads its vectors in one range scan instead of probing each unit's by id. Filling the
+    column rewrites every vector's row, and each rewritten row is inserted again into the vector indexes; an
+    HNSW insert costs far more than building the index anew, so the model indexes are dropped first and built
+    again after (the search runs without them meanwhile: exact, and slow on a large memory)."""
+    return [
+        "ALTER TABLE kmms.kmms_vectors ADD COLUMN IF NOT EXISTS occurred_at bigint",
+        _HNSW_AROUND.format(body=_VECTOR_TIMES),
+        *vector_time_indexes("kmms"),
+        "ANALYZE kmms.kmms_vectors",
+    ]
+
+
+_VECTOR_TIMES = (f"UPDATE kmms.kmms_vectors v SET occurred_at = u.occurred_at FROM kmms.kmms_units u "
+                 f"WHERE v.kind IN ('unit', 'sentence') AND u.tenant = v.tenant AND u.unit_id = "
+                 f"{UNIT_OF_SQL.format(v='v')} AND v.occurred_at IS DISTINCT FROM u.occurred_at")  # fmt: skip
+# Runs ``body`` with the read model's HNSW indexes (one per model, ``read_model.index_name``) dropped, and builds
+# them again after, as they were (their definitions as pg_indexes holds them).
+_HNSW_AROUND = """DO $$
+DECLARE defs text[];
+DECLARE d text;
+BEGIN
+    SELECT coalesce(array_agg(indexdef), '{{}}') INTO defs FROM pg_indexes
+        WHERE schemaname = 'kmms' AND tablename = 'kmms_vectors' AND indexdef LIKE '%USING hnsw%';
+    EXECUTE (SELECT coalesce(string_agg(format('DROP INDEX kmms.%I', indexname), '; '), 'SELECT 1') FROM pg_indexes
+        WHERE schemaname = 'kmms' AND tablename = 'kmms_vectors' AND indexdef LIKE '%USING hnsw%');
+    EXECUTE $body${body}$body$;
+    FOREACH d IN ARRAY defs LOOP
+        EXECUTE d;
+    END LOOP;
+END $$"""

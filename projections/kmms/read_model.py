@@ -33,7 +33,7 @@ from contracts.kmms_records import KmmsEvent, decode_kmms
 from contracts.kmms_vectors import VectorRecord, decode_vector_record
 from contracts.positions import LogPosition, PositionError
 from contracts.topics import TopicNames
-from governance.kmms.units import is_sentence
+from governance.kmms.units import is_sentence, unit_of
 from projections.kmms.events import EP_COLUMNS, NODE_COLUMNS, fold_events
 from projections.read_models import DigestTable, Table, copy_insert, schema_ddl, tenant_table
 from projections.vectors import binary_types
@@ -44,6 +44,7 @@ Cur = psycopg.Cursor[tuple[object, ...]]
 DIM = 384
 _EP, _NODE = EP_COLUMNS, NODE_COLUMNS
 Who = tuple[str, str, str]  # tenant, claw, scope: one memory
+Key = tuple[str, str]  # tenant, unit id
 
 
 @dataclass(frozen=True)
@@ -113,11 +114,15 @@ _TABLES = (
         ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"), ("kind", "text NOT NULL"),
         ("embedding", f"vector({DIM}) NOT NULL"), ("cause_partition", "int"), ("cause_offset", "bigint"),
         ("voice", "text NOT NULL DEFAULT ''"),
+        # A unit's or sentence's vector carries its unit's event time (migration 34): a time window's vectors are
+        # read by ``kmms_vectors_time``, not unit by unit through the units' table. NULL for a node's, and for a
+        # vector folded before its unit (set when the unit is: ``time_untimed_vectors``).
+        ("occurred_at", "bigint"),
     ), ("tenant", "unit_id", "model"),
         # A vector by the MD5 of its binary form: as text, 384 floats formatted a row, it was most of a digest's time.
         digest_as=(("embedding", "md5(vector_send(embedding)) AS embedding"),),
         digest_order=("tenant", "claw_id", "scope", "unit_id", "model", "kind", "voice", "cause_partition",
-                      "cause_offset", "embedding")),
+                      "cause_offset", "embedding", "occurred_at")),
     Table("kmms_contradictions", (
         ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"),
         ("event_id", "text NOT NULL"), ("old_node", "text NOT NULL"), ("new_node", "text NOT NULL"),
@@ -134,6 +139,17 @@ _BY_NAME = {t.name: t for t in _TABLES}
 # The tables of a memory's content: an erasure deletes its rows from them. kmms_erasures, the record of the
 # erasures, came with migration 14 and has its own idempotent DDL (erasures_ddl).
 TABLES = tuple(t.name for t in _TABLES if t.name != "kmms_erasures")
+
+
+def vector_time_indexes(schema: str) -> list[str]:
+    """A memory's unit and sentence vectors by their unit's event time (a search's time window reads them in one
+    range scan), and the few whose unit is not folded yet (``time_untimed_vectors`` finds them)."""
+    return [
+        f"CREATE INDEX IF NOT EXISTS kmms_vectors_time ON {schema}.kmms_vectors "
+        f"(tenant, claw_id, scope, model, occurred_at) WHERE kind IN ('unit', 'sentence')",
+        f"CREATE INDEX IF NOT EXISTS kmms_vectors_untimed ON {schema}.kmms_vectors (tenant, unit_id) "
+        f"WHERE occurred_at IS NULL AND kind IN ('unit', 'sentence')",
+    ]
 
 
 class KmmsProjection:
@@ -163,6 +179,7 @@ class KmmsProjection:
             _BY_NAME["kmms_l0"].create(s),
             _BY_NAME["kmms_vectors"].create(s),
             f"CREATE INDEX kmms_vectors_scope ON {s}.kmms_vectors (tenant, claw_id, scope, model, kind)",
+            *vector_time_indexes(s),
             _BY_NAME["kmms_contradictions"].create(s),
             *[x for t in TABLES for x in tenant_table(s, t)],
             *self.erasures_ddl(s),
@@ -249,19 +266,35 @@ class KmmsProjection:
                             f"USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
                             f"WHERE model = {_literal(e.model)}")  # fmt: skip
                 self._indexed.add((s, e.model))
+        kinds = [_kind(e.unit_id) for e in batch]
+        times = _unit_times(cur, s, {(e.tenant, unit_of(e.unit_id)) for e, k in zip(batch, kinds, strict=True)
+                                     if k != "node"})  # fmt: skip
         rows: list[tuple[object, ...]] = []
-        for e in batch:
+        for e, kind in zip(batch, kinds, strict=True):
             cause = _cause(e)
-            kind = "sentence" if is_sentence(e.unit_id) else "unit" if "#" in e.unit_id else "node"
             rows.append((e.unit_id, e.model, e.tenant, e.claw_id, e.scope, kind, e.vector,
                          None if cause is None else cause.partition, None if cause is None else cause.offset,
-                         e.voice))  # fmt: skip
+                         e.voice, None if kind == "node" else times.get((e.tenant, unit_of(e.unit_id)))))  # fmt: skip
         copy_insert(cur, s, "kmms_vectors", ", ".join(_VECTOR_COLUMNS), rows, binary_types(cur, _VECTOR_TYPES))
 
 
 _VECTOR_COLUMNS = ("unit_id", "model", "tenant", "claw_id", "scope", "kind", "embedding", "cause_partition",
-                   "cause_offset", "voice")  # fmt: skip
-_VECTOR_TYPES = ("text", "text", "text", "text", "text", "text", "vector", "int4", "int8", "text")
+                   "cause_offset", "voice", "occurred_at")  # fmt: skip
+_VECTOR_TYPES = ("text", "text", "text", "text", "text", "text", "vector", "int4", "int8", "text", "int8")
+
+
+def _kind(vector_id: str) -> str:
+    return "sentence" if is_sentence(vector_id) else "unit" if "#" in vector_id else "node"
+
+
+def _unit_times(cur: Cur, s: str, units: set[Key]) -> dict[Key, int]:
+    """The event time of each of ``units`` (tenant, unit id) already folded."""
+    if not units:
+        return {}
+    t, u = (list(c) for c in zip(*sorted(units), strict=True))
+    cur.execute(f"SELECT tenant, unit_id, occurred_at FROM {s}.kmms_units WHERE (tenant, unit_id) IN "
+                "(SELECT * FROM unnest(%s::text[], %s::text[]))", (t, u))  # fmt: skip
+    return {(str(r[0]), str(r[1])): int(str(r[2])) for r in cur.fetchall()}
 
 
 def _cause(e: VectorRecord) -> LogPosition | None:

@@ -24,10 +24,10 @@ from governance.kmms.fusion import rrf
 from governance.kmms.units import first_of_each_episode
 from projections.kmms.config import DEFAULT, SearchConfig
 from projections.kmms.sql import (
-    FAMILY,
     FEEDBACK_MEAN,
     FEEDBACK_SIMILARITIES,
     QUERY_TERMS,
+    UNIT_OF_SQL,
     UNIT_SIMILARITIES,
     VOICED,
     Conn,
@@ -45,12 +45,23 @@ EXACT_WINDOW = 20_000  # a time window holding at most this many units is ranked
 # ... and one of at least ``SearchConfig.split_window``, in two halves side by side when the pool has a connection
 # to spare.
 NEAREST_FIRST, NEAREST_MAX = 1_000, 256_000  # a large memory's nearest vectors read before the time filter
+# The API's pool prepares a statement run five times (``projections.queries.PREPARE_THRESHOLD``), and Postgres may then
+# keep one generic plan for all its parameters. The nearest vectors' statement and a window's must be planned for
+# theirs: a generic plan cannot use the model's HNSW index (partial, ``WHERE model = '<model>'``), and a window's
+# best plan depends on its width. At 100,000 episodes the generic nearest-vectors plan sorted the whole memory's
+# 400,000 vectors: 1,000 ms a search instead of 20. Set for the transaction, before either runs.
+CUSTOM_PLAN = "set_config('plan_cache_mode', 'force_custom_plan', true)"
 # Pseudo-relevance feedback (governance/kmms/feedback.py; docs/kmms.md, "Retrieval"): the candidates ranked again by
 # the question moved toward its FEEDBACK_TOP best (``SearchConfig.feedback_beta``; 0: off), that ranking fused with
 # weight FEEDBACK_WEIGHT.
 FEEDBACK_TOP, FEEDBACK_WEIGHT = 3, 1.0
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
 OR_TSQUERY = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
+
+
+# A unit ``u`` of the memory within [start, bound] of event time, in the thread if one is asked for.
+IN_SPAN = ("u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.occurred_at <= %(bound)s "
+           "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -101,8 +112,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
                          "bound": bound, "start": lo, "th": m.thread_id, "v_asked": v.get("asked", 0.0),
                          "v_told": v.get("told", 0.0), "v_reply": v.get("reply", 0.0)}  # fmt: skip
-    where = ("u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.occurred_at <= %(bound)s "
-             "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
+    where = IN_SPAN
     rankings: list[list[str]] = []
     wants_text = mode in ("hybrid", "text") and bool(text.strip())
     if wants_text or (vector is not None and mode in ("hybrid", "vector")):
@@ -203,40 +213,46 @@ Bm25Stats = tuple[int, float, int, float, float]
 _stats: dict[tuple[str, str, str, str], tuple[float, int, float, int, float, float]] = {}
 
 
-async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int,
-                   window: int | None = None) -> list[tuple[str, float]]:  # fmt: skip
-    """Units by distance to the query, one (unit, voice-adjusted distance) row per vector (a unit's own, kind
-    'unit', and its sentences', kind 'sentence', id ``<unit>~s<n>``: a unit ranks by its best, its first row),
-    ``want`` rows, within ``where``.
+def _vectors_then_units(where: str) -> tuple[str, str]:
+    """(near, then): the memory's unit and sentence vectors with their distances to the query (``near``; a caller
+    adds an ORDER BY and LIMIT, or a time range on ``v.occurred_at``), and the statement that ranks them and looks
+    each one's unit up in that order until ``%(want)s`` pass ``where`` (``then``, over a CTE named ``near``).
 
-    The memory's vectors are read by themselves first, and only then joined to their units (time, thread):
-    in one joined statement under the application role's row-level security, the planner scanned every
-    vector of the tenant (1.6 s at 500,000 vectors; 50 ms by HNSW for the owner). A small memory's vectors
-    are all read (by the scope index: exact); a large one's nearest ``k`` by HNSW, ``k`` growing while too
-    few of them pass the time filter. With a time window of ``window`` units, ``k`` starts where the window's
-    share of the memory says enough will pass, instead of growing to it one scan at a time."""
-    units, *_ = await _corpus_stats(conn, p)
+    The memory's vectors are read by themselves first, and only then joined to their units (time, thread): in
+    one joined statement under the application role's row-level security, the planner scanned every vector of the
+    tenant (1.6 s at 500,000 vectors; 50 ms by HNSW for the owner). The parent unit's id is computed before the
+    join: a join on a function of the row (regexp_replace is not leakproof) cannot use the units' primary key
+    under row-level security, and became a scan of them all. Ranked first, then each row's unit looked up in that
+    order: joining them all first probed the units' key for every one of the 1,000 nearest (3.7 of 14 ms at
+    100,000 episodes; now ~200 us)."""
     mine = ("v.model = %(model)s AND v.kind IN ('unit', 'sentence') AND v.tenant = %(t)s AND v.claw_id = %(c)s "
             "AND v.scope = %(s)s")  # fmt: skip
-    # The parent unit's id is computed before the join: a join on a function of the row (regexp_replace is not
-    # leakproof) cannot use the units' primary key under row-level security, and became a scan of them all.
-    # Only a sentence's id is cut back to its unit's: regexp_replace costs ~13 us a row, most of an exact scan.
-    near = ("SELECT v.unit_id, CASE WHEN v.kind = 'sentence' THEN regexp_replace(v.unit_id, '~s[0-9]+$', '') "
-            "ELSE v.unit_id END AS parent, v.voice, "
+    near = (f"SELECT v.unit_id, {UNIT_OF_SQL.format(v='v')} AS parent, v.voice, "
             "v.embedding <=> %(q)s::vector AS d FROM kmms.kmms_vectors v WHERE " + mine)  # fmt: skip
-    # Ranked first, then each row's unit looked up in that order until ``want`` pass: joining them all first
-    # probed the units' key for every one of the 1,000 nearest (3.7 of 14 ms at 100,000 episodes; now ~200).
     then = (f"SELECT r.parent, r.adj FROM (SELECT near.unit_id, near.parent, near.d + {VOICED.format(v='near')} AS adj "
             "FROM near ORDER BY adj, near.unit_id) r WHERE EXISTS (SELECT 1 FROM kmms.kmms_units u WHERE "
             f"u.tenant = %(t)s AND u.unit_id = r.parent AND {where}) "
             "ORDER BY r.adj, r.unit_id LIMIT %(want)s")  # fmt: skip
+    return near, then
+
+
+async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int,
+                   window: int | None = None) -> list[tuple[str, float]]:  # fmt: skip
+    """Units by distance to the query, one (unit, voice-adjusted distance) row per vector (a unit's own, kind
+    'unit', and its sentences', kind 'sentence', id ``<unit>~s<n>``: a unit ranks by its best, its first row),
+    ``want`` rows, within ``where`` (``_vectors_then_units``). A small memory's vectors
+    are all read (by the scope index: exact); a large one's nearest ``k`` by HNSW, ``k`` growing while too
+    few of them pass the time filter. With a time window of ``window`` units, ``k`` starts where the window's
+    share of the memory says enough will pass, instead of growing to it one scan at a time."""
+    units, *_ = await _corpus_stats(conn, p)
+    near, then = _vectors_then_units(where)
     if units < EXACT_STATS_BELOW:
         return await _distances(conn, f"WITH near AS MATERIALIZED ({near}) {then}", {**p, "want": want})
     k = NEAREST_FIRST
     if window:  # twice the rows the window's share of the memory should yield
         k = min(NEAREST_MAX, max(k, 2 * want * units // window))
     while True:
-        await conn.execute(f"SET LOCAL hnsw.max_scan_tuples = {max(20_000, 2 * k)}")
+        await conn.execute(f"SELECT set_config('hnsw.max_scan_tuples', '{max(20_000, 2 * k)}', true), {CUSTOM_PLAN}")
         rows = await _distances(conn, f"WITH near AS MATERIALIZED ({near} ORDER BY d LIMIT %(k)s) {then}",
                                 {**p, "want": want, "k": k})  # fmt: skip
         if len(rows) >= want or k >= 2 * units or k >= NEAREST_MAX:
@@ -244,15 +260,31 @@ async def _nearest(conn: Conn, where: str, p: dict[str, Any], want: int,
         k *= 4
 
 
-async def _exact(conn: Conn, where: str, p: dict[str, Any]) -> list[tuple[str, float]]:
-    """The window's ``n`` units nearest the query, each by its best vector (its own or a sentence's)."""
-    cur = await conn.execute(  # type: ignore[arg-type]
-        f"SELECT u.unit_id, x.d FROM kmms.kmms_units u, LATERAL (SELECT min((v.embedding <=> %(q)s::vector) + "
-        f"{VOICED.format(v='v')}) AS d "
-        f"FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({FAMILY}) AND v.model = %(model)s "
-        f"AND v.tenant = u.tenant) x WHERE {where} AND x.d IS NOT NULL ORDER BY x.d, u.unit_id "
-        "LIMIT %(n)s", p)  # fmt: skip
-    return [(str(r[0]), float(r[1])) for r in cast(list[Any], await cur.fetchall())]
+def window_statement(where: str, span: str = "") -> str:
+    """A time window's vectors nearest the query, one row per vector, ``%(want)s`` rows (``_exact``)."""
+    near, then = _vectors_then_units(where)
+    # MATERIALIZED, and no ORDER BY inside: otherwise the planner walks the HNSW index for the nearest vectors
+    # of the whole memory and filters them by time (3 of 60 found).
+    return (f"WITH near AS MATERIALIZED ({near} AND v.occurred_at >= %(start)s AND v.occurred_at <= %(bound)s"
+            f"{span}) {then}")  # fmt: skip
+
+
+async def _exact(conn: Conn, where: str, p: dict[str, Any], span: str = "") -> list[tuple[str, float]]:
+    """The window's ``n`` units nearest the query, each by its best vector (its own or a sentence's). The window's
+    vectors are read by their unit's time (``kmms_vectors_time``, migration 34: one range scan, ~2.5 us a
+    vector), and ``where`` checks only the nearest, in order; ``span``: a further condition on ``v.occurred_at``.
+    Reading the window's units and probing each one's vectors by id cost twice to four times as much."""
+    sql = window_statement(where, span)
+    await conn.execute(f"SELECT {CUSTOM_PLAN}")
+    n, want = int(p["n"]), 3 * int(p["n"])
+    while True:
+        rows = await _distances(conn, sql, {**p, "want": want})
+        best: dict[str, float] = {}
+        for u, d in rows:  # a unit's best vector comes first
+            best.setdefault(u, d)
+        if len(best) >= n or len(rows) < want:
+            return list(best.items())[:n]
+        want *= 4
 
 
 def spare(pool: AsyncConnectionPool) -> bool:
@@ -279,9 +311,9 @@ async def _window_ranking(conn: Conn, pool: AsyncConnectionPool | None, tenant: 
         return await _exact(conn, where, p)
     halves = {**p, "mid": int(str(row[0]))}
 
-    early, late = where + " AND u.occurred_at <= %(mid)s", where + " AND u.occurred_at > %(mid)s"
-    first, second = await side_by_side(conn, pool, tenant, _exact(conn, early, halves),
-                                       lambda c: _exact(c, late, halves))  # fmt: skip
+    early, late = " AND v.occurred_at <= %(mid)s", " AND v.occurred_at > %(mid)s"
+    first, second = await side_by_side(conn, pool, tenant, _exact(conn, where, halves, early),
+                                       lambda c: _exact(c, where, halves, late))  # fmt: skip
     return sorted(first + second, key=lambda r: (r[1], r[0]))[: int(p["n"])]
 
 

@@ -202,18 +202,18 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
     calls: list[int] = []
     exact = search._exact
 
-    async def counted(conn: search.Conn, where: str, p: dict[str, object]) -> list[tuple[str, float]]:
+    async def counted(conn: search.Conn, where: str, p: dict[str, object], span: str = "") -> list[tuple[str, float]]:
         calls.append(1)
-        return await exact(conn, where, p)
+        return await exact(conn, where, p, span)
 
     monkeypatch.setattr(search, "_exact", counted)
 
     async def ranking(max_size: int, use_pool: bool) -> tuple[list[tuple[str, float]], int]:
         calls.clear()
         async with app_pool(stack, max_size=max_size) as pool, tenant_tx(pool, "mem-b") as conn:
-            where = "u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"
+            where = search.IN_SPAN  # all of time
             p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 7, "v_asked": 0.1,
-                 "v_told": -0.1, "v_reply": 0.2}  # fmt: skip
+                 "v_told": -0.1, "v_reply": 0.2, "start": -(2**62), "bound": 2**62, "th": None}  # fmt: skip
             window = await search._window_units(conn, where, p)
             units = await search._window_ranking(conn, pool if use_pool else None, "mem-b", where, p,
                                                       window, split=2)  # fmt: skip

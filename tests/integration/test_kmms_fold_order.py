@@ -72,3 +72,33 @@ def test_interleaving_of_events_and_vectors_does_not_change_the_model(stack: Sta
     assert kept["live"] == [units_of(new)[0].unit_id]
     for a, b in itertools.combinations(orders, 2):
         assert digests[a] == digests[b], (a, b, kept)
+
+
+def test_a_vector_carries_its_units_time_whichever_topic_is_folded_first(stack: Stack) -> None:
+    """A unit's and its sentence's vectors get the unit's event time (migration 34) whether they are folded after
+    the unit, before it (a replay reading the vectors' topic ahead), or in the same batch; a node's has none. A
+    time window's search reads them by that time (``kmms_vectors_time``)."""
+    ep = KmmsEpisode(episode_id="ep-t", session_id="s", thread_id="", content_type="NOTE", occurred_at=7_777,
+                     content="I moved to Porto. The flat is near the river.", content_hash="ep-t")  # fmt: skip
+    unit = units_of(ep)[0].unit_id
+    e0 = _event(0, "EPISODE_STORED", ep)
+    own, sentence, node = _vector(0, unit, cause=0), _vector(1, f"{unit}~s1", cause=0), _vector(2, "node-1", cause=0)
+    orders = {"vectors_after": [[e0], [own, sentence, node]], "vectors_first": [[own, sentence, node], [e0]],
+              "one_batch": [[e0, own, sentence, node]]}  # fmt: skip
+    projection = KmmsProjection()
+    with owner_db(stack) as conn:
+        for name, batches in orders.items():
+            schema = f"kmms_time_{name}"
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            with conn.transaction():
+                for stmt in projection.ddl(schema):
+                    conn.execute(stmt)  # type: ignore[arg-type]
+                with conn.cursor() as cur:
+                    for batch in batches:
+                        projection.fold(cur, schema, batch)
+            times = dict(conn.execute(f"SELECT unit_id, occurred_at FROM {schema}.kmms_vectors").fetchall())
+            untimed = conn.execute(f"SELECT count(*) FROM {schema}.kmms_vectors WHERE occurred_at IS NULL AND kind "
+                                   "IN ('unit', 'sentence')").fetchone()  # fmt: skip
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+            assert times == {unit: 7_777, f"{unit}~s1": 7_777, "node-1": None}, name
+            assert untimed == (0,), name

@@ -18,6 +18,7 @@ import pytest
 
 from hivemem.stack import Stack
 from projections.kmms.context import CITED
+from projections.read_models import APP_ROLE
 
 pytestmark = pytest.mark.integration
 
@@ -92,3 +93,38 @@ def test_the_cited_sessions_walk_looks_nodes_up_by_key(filled: Any) -> None:
     scans = [n for n in _nodes(_plan(conn, f"WITH RECURSIVE {CITED} SELECT root, sessions FROM cited", p))
              if n.get("Relation Name") == "kmms_nodes"]  # fmt: skip
     assert scans and all(n["Node Type"] != "Seq Scan" for n in scans), scans
+
+
+def test_a_time_windows_vectors_are_read_by_their_time(stack: Stack) -> None:
+    """A memory of 6,000 vectors over 300 days (migration 34): a search's two-day window, asked under the API's
+    role, reads its vectors by the ``kmms_vectors_time`` range, not all the memory's (by the scope index or a scan)
+    nor the nearest of the whole memory by HNSW; and finds the window's nearest units, in order."""
+    from projections.kmms.search import IN_SPAN, window_statement
+
+    tenant, day = f"plans-{uuid.uuid4().hex[:6]}", 86_400_000
+    with psycopg.connect(stack.settings.require_database()) as conn, conn.transaction(force_rollback=True):
+        # Unit i on day i % 300, its vector at an angle growing with i: unit 0 is the query's nearest.
+        conn.execute(
+            "INSERT INTO kmms.kmms_units (tenant, claw_id, scope, unit_id, episode_id, session_id, thread_id, ordinal, "
+            "text, occurred_at, logged_at) SELECT %(t)s, 'claw-w', 'user-w', 'ep-' || i || '#0', 'ep-' || i, "
+            "'s-' || i, '', 0, 'a walk', (i %% 300) * %(day)s::bigint, 0 FROM generate_series(0, 5999) i",
+            {"t": tenant, "day": day})  # fmt: skip
+        conn.execute(
+            "INSERT INTO kmms.kmms_vectors (unit_id, model, tenant, claw_id, scope, kind, embedding, occurred_at) "
+            "SELECT 'ep-' || i || '#0', 'plan-test', %(t)s, 'claw-w', 'user-w', 'unit', "
+            "('[' || cos(i / 6000.0) || ',' || sin(i / 6000.0) || repeat(',0', 382) || ']')::vector, "
+            "(i %% 300) * %(day)s::bigint FROM generate_series(0, 5999) i", {"t": tenant, "day": day})  # fmt: skip
+        for table in ("kmms_units", "kmms_vectors"):
+            conn.execute(f"ANALYZE kmms.{table}")
+        p = {"t": tenant, "c": "claw-w", "s": "user-w", "model": "plan-test", "th": None, "start": 10 * day,
+             "bound": 11 * day, "q": "[1" + ",0" * 383 + "]", "v_asked": 0.0, "v_told": 0.0, "v_reply": 0.0,
+             "want": 5}  # fmt: skip
+        sql = window_statement(IN_SPAN)
+        # As the API asks: its role, under row-level security, the tenant set for the transaction.
+        conn.execute(f"SET LOCAL ROLE {APP_ROLE}")
+        conn.execute("SELECT set_config('hivemem.tenant', %s, true)", (tenant,))
+        scans = [n for n in _nodes(_plan(conn, sql, p)) if n.get("Relation Name") == "kmms_vectors"]
+        assert [n.get("Index Name") for n in scans] == ["kmms_vectors_time"], scans
+        rows = conn.execute(sql, p).fetchall()  # type: ignore[arg-type]
+        # Days 10 and 11 hold units 10, 11, 310, 311, 610, ...: the five nearest are the first five of those.
+        assert [r[0] for r in rows] == ["ep-10#0", "ep-11#0", "ep-310#0", "ep-311#0", "ep-610#0"], rows

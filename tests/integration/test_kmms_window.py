@@ -67,24 +67,32 @@ def test_a_window_with_a_round_as_close_keeps_its_own_first(rower: MemoryClient)
 def test_a_search_prepares_its_statements_but_never_the_window_count(stack: Stack, rower: MemoryClient) -> None:
     # On a pool of one connection, as the API's (projections.queries.app_pool): after PREPARE_THRESHOLD searches
     # the search's statements are prepared on it, except the window's unit count, whose kept plan would serve every
-    # window's width alike (300 ms instead of 20 for "this year" at 100,000 episodes).
+    # window's width alike (300 ms instead of 20 for "this year" at 100,000 episodes); the window's vectors are
+    # prepared, never with a generic plan (projections.kmms.search.CUSTOM_PLAN).
     from projections.queries import PREPARE_THRESHOLD
 
     async def run() -> tuple[list[str], list[str]]:
         async with app_pool(stack, max_size=1) as pool:
+            async with pool.connection() as conn:  # a server that would keep a generic plan for any statement
+                await conn.execute("SET plan_cache_mode = force_generic_plan")
             sessions: list[str] = []
             for _ in range(PREPARE_THRESHOLD + 1):
                 res = await search_on(pool, CLAW, "ines", "What sport was I doing in June?", 5, "2026-08-18T00:00:00Z")
                 sessions = [h.session_id or "" for h in res.hits if h.layer == 4]
             async with pool.connection() as conn:
-                cur = await conn.execute("SELECT statement FROM pg_prepared_statements")
-                return sessions, [str(r[0]) for r in await cur.fetchall()]
+                cur = await conn.execute("SELECT statement, generic_plans FROM pg_prepared_statements")
+                rows = await cur.fetchall()
+                return sessions, [str(r[0]) for r in rows], {str(r[0]): int(str(r[1])) for r in rows}
 
-    sessions, prepared = asyncio.run(run())
+    sessions, prepared, generic = asyncio.run(run())
     assert set(sessions[:4]) == {"s-1", "s-2", "s-3", "s-4"}, sessions  # the same hits as unprepared, above
     assert any("kmms.unit_window_terms" in s for s in prepared), prepared  # full text's statement
     assert any("<=>" in s and "kmms.kmms_vectors" in s for s in prepared), prepared  # the nearest vectors'
     assert not any(s.startswith("SELECT count(*) FROM kmms.kmms_units") for s in prepared), prepared
+    # The window's vectors (read by their time, migration 34), prepared but planned for each window: a generic plan
+    # kept for every width (and, for the nearest vectors, every model) chose a scan of the whole memory at scale.
+    window = [s for s in prepared if "v.occurred_at >= " in s]
+    assert window and all(generic[s] == 0 for s in window), generic
 
 
 # A date misread: "Spring Fling Market" names a market, not the season, yet reads as spring (March to May). The
