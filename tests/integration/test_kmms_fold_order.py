@@ -96,7 +96,7 @@ def test_a_vector_carries_its_units_time_whichever_topic_is_folded_first(stack: 
                 with conn.cursor() as cur:
                     for batch in batches:
                         projection.fold(cur, schema, batch)
-            times = dict(conn.execute(f"SELECT unit_id, occurred_at FROM {schema}.kmms_vectors").fetchall())
+            times = {str(r[0]): r[1] for r in conn.execute(f"SELECT unit_id, occurred_at FROM {schema}.kmms_vectors")}
             untimed = conn.execute(f"SELECT count(*) FROM {schema}.kmms_vectors WHERE occurred_at IS NULL AND kind "
                                    "IN ('unit', 'sentence')").fetchone()  # fmt: skip
             conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -71,9 +71,9 @@ def test_a_search_prepares_its_statements_but_never_the_window_count(stack: Stac
     # prepared, never with a generic plan (projections.kmms.search.CUSTOM_PLAN).
     from projections.queries import PREPARE_THRESHOLD
 
-    async def run() -> tuple[list[str], list[str]]:
+    async def run() -> tuple[list[str], list[str], dict[str, int]]:
         async with app_pool(stack, max_size=1) as pool:
-            async with pool.connection() as conn:  # a server that would keep a generic plan for any statement
+            async with pool.connection() as conn:  # as a server would that kept a generic plan for any statement
                 await conn.execute("SET plan_cache_mode = force_generic_plan")
             sessions: list[str] = []
             for _ in range(PREPARE_THRESHOLD + 1):
