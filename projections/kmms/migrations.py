@@ -317,7 +317,8 @@ def kmms_vector_time_migration() -> list[str]:
     search's time window reads its vectors in one range scan instead of probing each unit's by id. Filling the
     column rewrites every vector's row, and each rewritten row is inserted again into the vector indexes; an
     HNSW insert costs far more than building the index anew, so the model indexes are dropped first and built
-    again after (the search runs without them meanwhile: exact, and slow on a large memory)."""
+    again after. The table is locked until the migration commits: searches wait for it (at 100,000 episodes,
+    404,561 vectors: the index built again in 56.5 s on two cores, the rewrite before it a few minutes)."""
     return [
         "ALTER TABLE kmms.kmms_vectors ADD COLUMN IF NOT EXISTS occurred_at bigint",
         _HNSW_AROUND.format(body=_VECTOR_TIMES),
