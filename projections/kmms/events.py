@@ -220,7 +220,10 @@ def time_untimed_vectors(cur: Cur, s: str, units: list[tuple[str, str, int]]) ->
     if not units:
         return
     t, u, at = (list(c) for c in zip(*units, strict=True))
-    cur.execute(f"UPDATE {s}.kmms_vectors v SET occurred_at = x.at FROM unnest(%s::text[], %s::text[], "
-                "%s::bigint[]) AS x(tenant, unit_id, at) WHERE v.occurred_at IS NULL AND v.kind IN ('unit', "
-                f"'sentence') AND v.tenant = x.tenant AND {UNIT_OF_SQL.format(v='v')} = x.unit_id",
-                (t, u, at))  # fmt: skip
+    cur.execute(TIME_UNTIMED.format(s=s), (t, u, at))
+
+
+# The vectors of the rounds (tenant, unit id, time: three arrays) that have no time yet get it.
+TIME_UNTIMED = ("UPDATE {s}.kmms_vectors v SET occurred_at = x.at FROM unnest(%s::text[], %s::text[], %s::bigint[]) "
+                "AS x(tenant, unit_id, at) WHERE v.occurred_at IS NULL AND v.kind IN ('unit', 'sentence') "
+                f"AND v.tenant = x.tenant AND {UNIT_OF_SQL.format(v='v')} = x.unit_id")  # fmt: skip

@@ -22,12 +22,12 @@ from governance.kmms.recency import (
     topics_of,
 )
 from projections.kmms.config import DEFAULT, SearchConfig
+from projections.kmms.nearest import spare
 from projections.kmms.nodes import NodeRow
 from projections.kmms.search import (
     Memory,
     Mode,
     UnitHit,
-    spare,
     unit_candidates,
     unit_hit,
     unit_similarities,

@@ -190,7 +190,7 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
     spare it is one ranking."""
     import asyncio
 
-    from projections.kmms import search
+    from projections.kmms import nearest
     from projections.queries import tenant_tx
 
     settings: Settings = stack.settings
@@ -200,22 +200,22 @@ def test_a_large_window_is_ranked_in_two_halves_alike(person: MemoryClient, stac
                             (CLAW,)).fetchone()  # fmt: skip
     assert row is not None
     calls: list[int] = []
-    exact = search._exact
+    exact = nearest.exact
 
-    async def counted(conn: search.Conn, where: str, p: dict[str, object], span: str = "") -> list[tuple[str, float]]:
+    async def counted(conn: nearest.Conn, where: str, p: dict[str, object], span: str = "") -> list[tuple[str, float]]:
         calls.append(1)
         return await exact(conn, where, p, span)
 
-    monkeypatch.setattr(search, "_exact", counted)
+    monkeypatch.setattr(nearest, "exact", counted)
 
     async def ranking(max_size: int, use_pool: bool) -> tuple[list[tuple[str, float]], int]:
         calls.clear()
         async with app_pool(stack, max_size=max_size) as pool, tenant_tx(pool, "mem-b") as conn:
-            where = search.IN_SPAN  # all of time
+            where = nearest.IN_SPAN  # all of time
             p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 7, "v_asked": 0.1,
                  "v_told": -0.1, "v_reply": 0.2, "start": -(2**62), "bound": 2**62, "th": None}  # fmt: skip
-            window = await search._window_units(conn, where, p)
-            units = await search._window_ranking(conn, pool if use_pool else None, "mem-b", where, p,
+            window = await nearest.window_count(conn, where, p)
+            units = await nearest.window_ranking(conn, pool if use_pool else None, "mem-b", where, p,
                                                       window, split=2)  # fmt: skip
             return units, len(calls)
 
@@ -230,10 +230,11 @@ def test_a_large_memorys_nearest_units_rank_as_a_small_ones(person: MemoryClient
                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """In process, on the real read model: the nearest units by HNSW (the memory counted as large: its nearest
     vectors first, then each one's unit looked up in voice-adjusted order until enough pass the time filter)
-    are those of the small memory's exact path, in its order, and those ``_exact`` ranks by each unit's best
-    vector; with a bound in the past, only units up to it."""
+    are those of the small memory's exact path, in its order, and those ``exact`` ranks by each unit's best
+    vector (read by their time); with a bound in the past, only units up to it."""
     import asyncio
 
+    from projections.kmms import nearest as vectors
     from projections.kmms import search
     from projections.queries import tenant_tx
 
@@ -246,8 +247,7 @@ def test_a_large_memorys_nearest_units_rank_as_a_small_ones(person: MemoryClient
                                                          "'mem-b' AND claw_id = %s", (CLAW,)).fetchall())  # fmt: skip
     assert row is not None and len(times) > 4
 
-    where = ("u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.occurred_at <= %(bound)s "
-             "AND u.occurred_at >= %(start)s AND (%(th)s::text IS NULL OR u.thread_id = %(th)s)")  # fmt: skip
+    where = vectors.IN_SPAN
 
     async def nearest(large: bool, bound: int, exact: bool = False) -> list[str]:
         monkeypatch.setattr(search, "EXACT_STATS_BELOW", 0 if large else 5_000)
@@ -257,8 +257,10 @@ def test_a_large_memorys_nearest_units_rank_as_a_small_ones(person: MemoryClient
             p = {"t": "mem-b", "c": CLAW, "s": "ana", "model": row[0], "q": row[1], "n": 6, "v_asked": 0.1,
                  "v_told": -0.1, "v_reply": 0.2, "bound": bound, "start": -(2**62), "th": None}  # fmt: skip
             if exact:
-                return [u for u, _ in await search._exact(conn, where, p)]
-            return list(dict.fromkeys(u for u, _ in await search._nearest(conn, where, p, 40)))[:6]
+                return [u for u, _ in await vectors.exact(conn, where, p)]
+            units, *_ = await search._corpus_stats(conn, p)
+            ranked = await vectors.nearest(conn, where, p, 40, units, units < search.EXACT_STATS_BELOW)
+            return list(dict.fromkeys(u for u, _ in ranked))[:6]
 
     middle = times[len(times) // 2]
     for bound in (2**62, middle):

@@ -26,7 +26,7 @@ MEMORIES = 60  # in one tenant, each its own claw and scope, as each user of eac
 PER_MEMORY = 40
 
 
-def _plan(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+def _plan(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any] | list[Any] | None = None) -> dict[str, Any]:
     row = conn.execute(f"EXPLAIN (FORMAT JSON) {sql}", params).fetchone()  # type: ignore[arg-type]
     assert row is not None
     plan = row[0] if isinstance(row[0], list) else json.loads(row[0])
@@ -99,7 +99,8 @@ def test_a_time_windows_vectors_are_read_by_their_time(stack: Stack) -> None:
     """A memory of 6,000 vectors over 300 days (migration 34): a search's two-day window, asked under the API's
     role, reads its vectors by the ``kmms_vectors_time`` range, not all the memory's (by the scope index or a scan)
     nor the nearest of the whole memory by HNSW; and finds the window's nearest units, in order."""
-    from projections.kmms.search import IN_SPAN, window_statement
+    from projections.kmms.events import TIME_UNTIMED
+    from projections.kmms.nearest import IN_SPAN, window_statement
 
     tenant, day = f"plans-{uuid.uuid4().hex[:6]}", 86_400_000
     with psycopg.connect(stack.settings.require_database()) as conn, conn.transaction(force_rollback=True):
@@ -128,3 +129,9 @@ def test_a_time_windows_vectors_are_read_by_their_time(stack: Stack) -> None:
         rows = conn.execute(sql, p).fetchall()  # type: ignore[arg-type]
         # Days 10 and 11 hold units 10, 11, 310, 311, 610, ...: the five nearest are the first five of those.
         assert [r[0] for r in rows] == ["ep-10#0", "ep-11#0", "ep-310#0", "ep-311#0", "ep-610#0"], rows
+        # The projector, folding rounds, looks for their vectors that came first among the untimed only (the
+        # small partial index), not among the memory's vectors.
+        conn.execute("RESET ROLE")
+        update = _plan(conn, TIME_UNTIMED.format(s="kmms"), [[tenant], ["ep-1#0"], [1]])
+        scans = [n for n in _nodes(update) if n.get("Relation Name") == "kmms_vectors" and n is not update]
+        assert [n.get("Index Name") for n in scans] == ["kmms_vectors_untimed"], scans

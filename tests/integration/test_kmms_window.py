@@ -68,7 +68,7 @@ def test_a_search_prepares_its_statements_but_never_the_window_count(stack: Stac
     # On a pool of one connection, as the API's (projections.queries.app_pool): after PREPARE_THRESHOLD searches
     # the search's statements are prepared on it, except the window's unit count, whose kept plan would serve every
     # window's width alike (300 ms instead of 20 for "this year" at 100,000 episodes); the window's vectors are
-    # prepared, never with a generic plan (projections.kmms.search.CUSTOM_PLAN).
+    # prepared, never with a generic plan (projections.kmms.nearest.CUSTOM_PLAN).
     from projections.queries import PREPARE_THRESHOLD
 
     async def run() -> tuple[list[str], list[str], dict[str, int]]:
