@@ -215,15 +215,17 @@ def _node_row(x: _NewNode) -> tuple[Any, ...]:
 
 def time_untimed_vectors(cur: Cur, s: str, units: list[tuple[str, str, int]]) -> None:
     """Give the vectors folded before their unit (another topic: a replay may fold them first) the event time of
-    ``units`` (tenant, unit id, occurred_at), the units just folded. Nearly always none: read by the small index
-    of untimed vectors, not by the units' ids."""
+    ``units`` (tenant, unit id, occurred_at), the units just folded. Nearly always none: one probe of the index of
+    untimed vectors (by their unit's id) per unit."""
     if not units:
         return
     t, u, at = (list(c) for c in zip(*units, strict=True))
-    cur.execute(TIME_UNTIMED.format(s=s), (t, u, at))
+    cur.execute(TIME_UNTIMED.format(s=s), (t, u, at, sorted(set(t)), u))
 
 
-# The vectors of the rounds (tenant, unit id, time: three arrays) that have no time yet get it.
+# The vectors of the rounds (tenant, unit id, time: three arrays, then the tenants and unit ids again) that have no
+# time yet get it. The two ``= ANY`` are the untimed index's conditions (one probe per round), the join pairs them.
 TIME_UNTIMED = ("UPDATE {s}.kmms_vectors v SET occurred_at = x.at FROM unnest(%s::text[], %s::text[], %s::bigint[]) "
                 "AS x(tenant, unit_id, at) WHERE v.occurred_at IS NULL AND v.kind IN ('unit', 'sentence') "
+                f"AND v.tenant = ANY(%s::text[]) AND {UNIT_OF_SQL.format(v='v')} = ANY(%s::text[]) "
                 f"AND v.tenant = x.tenant AND {UNIT_OF_SQL.format(v='v')} = x.unit_id")  # fmt: skip

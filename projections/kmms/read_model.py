@@ -35,6 +35,7 @@ from contracts.positions import LogPosition, PositionError
 from contracts.topics import TopicNames
 from governance.kmms.units import is_sentence, unit_of
 from projections.kmms.events import EP_COLUMNS, NODE_COLUMNS, fold_events
+from projections.kmms.sql import UNIT_OF_SQL
 from projections.read_models import DigestTable, Table, copy_insert, schema_ddl, tenant_table
 from projections.vectors import binary_types
 from projections.vectors import index_name as model_index_name
@@ -143,12 +144,14 @@ TABLES = tuple(t.name for t in _TABLES if t.name != "kmms_erasures")
 
 def vector_time_indexes(schema: str) -> list[str]:
     """A memory's unit and sentence vectors by their unit's event time (a search's time window reads them in one
-    range scan), and the few whose unit is not folded yet (``time_untimed_vectors`` finds them)."""
+    range scan), and the few whose unit is not folded yet, by that unit's id (``time_untimed_vectors`` probes it
+    for each unit it folds: a catch-up whose vectors ran ahead left thousands there, and reading them all for
+    every batch cost the live projector 13 % of its rate)."""
     return [
         f"CREATE INDEX IF NOT EXISTS kmms_vectors_time ON {schema}.kmms_vectors "
         f"(tenant, claw_id, scope, model, occurred_at) WHERE kind IN ('unit', 'sentence')",
-        f"CREATE INDEX IF NOT EXISTS kmms_vectors_untimed ON {schema}.kmms_vectors (tenant, unit_id) "
-        f"WHERE occurred_at IS NULL AND kind IN ('unit', 'sentence')",
+        f"CREATE INDEX IF NOT EXISTS kmms_vectors_untimed ON {schema}.kmms_vectors (tenant, "
+        f"({UNIT_OF_SQL.replace('{v}.', '')})) WHERE occurred_at IS NULL AND kind IN ('unit', 'sentence')",
     ]
 
 

@@ -132,6 +132,7 @@ def test_a_time_windows_vectors_are_read_by_their_time(stack: Stack) -> None:
         # The projector, folding rounds, looks for their vectors that came first among the untimed only (the
         # small partial index), not among the memory's vectors.
         conn.execute("RESET ROLE")
-        update = _plan(conn, TIME_UNTIMED.format(s="kmms"), [[tenant], ["ep-1#0"], [1]])
+        update = _plan(conn, TIME_UNTIMED.format(s="kmms"), [[tenant], ["ep-1#0"], [1], [tenant], ["ep-1#0"]])
         scans = [n for n in _nodes(update) if n.get("Relation Name") == "kmms_vectors" and n is not update]
         assert [n.get("Index Name") for n in scans] == ["kmms_vectors_untimed"], scans
+        assert "ANY" in str(scans[0].get("Index Cond")), scans  # probed by the rounds' ids, not read through
