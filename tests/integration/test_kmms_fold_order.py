@@ -10,6 +10,7 @@ erasure whose vector a replay folds *before* the erasure.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 from contracts.kmms_records import KmmsEmbedding, KmmsEpisode, KmmsEvent, encode_kmms
 from contracts.positions import LogPosition
@@ -43,6 +44,17 @@ def _vector(offset: int, unit_id: str, cause: int) -> LogRecord:
     return LogRecord(NAMES.kmms_embeddings, 0, offset, 1_000 + offset, b"k", encode_kmms(e))
 
 
+def _fold_into(conn: Any, projection: KmmsProjection, schema: str, batches: list[list[LogRecord]]) -> None:
+    """A fresh schema ``schema`` of the read model, with ``batches`` folded into it one after the other."""
+    conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    with conn.transaction():
+        for stmt in projection.ddl(schema):
+            conn.execute(stmt)
+        with conn.cursor() as cur:
+            for batch in batches:
+                projection.fold(cur, schema, batch)
+
+
 def test_interleaving_of_events_and_vectors_does_not_change_the_model(stack: Stack) -> None:
     old, new = _episode("ep-old", "I live in Lisbon."), _episode("ep-new", "I live in Lisbon.")
     e0, e1, e2 = _event(0, "EPISODE_STORED", old), _event(1, "MEMORY_ERASED"), _event(2, "EPISODE_STORED", new)
@@ -59,13 +71,7 @@ def test_interleaving_of_events_and_vectors_does_not_change_the_model(stack: Sta
     with owner_db(stack) as conn:
         for name, records in orders.items():
             schema = f"kmms_order_{name}"
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-            with conn.transaction():
-                for stmt in projection.ddl(schema):
-                    conn.execute(stmt)  # type: ignore[arg-type]
-                with conn.cursor() as cur:
-                    for rec in records:  # one record per batch: the finest interleaving
-                        projection.fold(cur, schema, [rec])
+            _fold_into(conn, projection, schema, [[rec] for rec in records])  # one a batch: the finest interleaving
             digests[name] = digest(conn, projection, schema)
             kept[name] = [r[0] for r in conn.execute(f"SELECT unit_id FROM {schema}.kmms_vectors ORDER BY 1")]
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
@@ -89,13 +95,7 @@ def test_a_vector_carries_its_units_time_whichever_topic_is_folded_first(stack: 
     with owner_db(stack) as conn:
         for name, batches in orders.items():
             schema = f"kmms_time_{name}"
-            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-            with conn.transaction():
-                for stmt in projection.ddl(schema):
-                    conn.execute(stmt)  # type: ignore[arg-type]
-                with conn.cursor() as cur:
-                    for batch in batches:
-                        projection.fold(cur, schema, batch)
+            _fold_into(conn, projection, schema, batches)
             times = {str(r[0]): r[1] for r in conn.execute(f"SELECT unit_id, occurred_at FROM {schema}.kmms_vectors")}
             untimed = conn.execute(f"SELECT count(*) FROM {schema}.kmms_vectors WHERE occurred_at IS NULL AND kind "
                                    "IN ('unit', 'sentence')").fetchone()  # fmt: skip
