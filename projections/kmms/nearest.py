@@ -115,11 +115,12 @@ def spare(pool: AsyncConnectionPool) -> bool:
 
 async def window_ranking(conn: Conn, pool: AsyncConnectionPool | None, tenant: str, where: str, p: dict[str, Any],
                           window: int, split: int = DEFAULT.split_window) -> list[tuple[str, float]]:  # fmt: skip
-    """A time window's units by exact distance. Each unit costs an index probe per vector id and a distance
-    (about 4.5 us; 50-70 ms for the 12,000-18,000 units of a weekend at 100,000 episodes), and Postgres will
-    not plan this in parallel. So a window of ``split`` units or more, when the pool has a connection to
-    spare, is ranked as two halves of time side by side, one core each, and the halves' best are merged: the
-    same units in the same order (ties on distance by unit id)."""
+    """A time window's units by exact distance (``exact``). Each of the window's vectors costs a read and a
+    distance (about 2.5-3 us since migration 34; 44 ms for the ~14,000 rounds of a week at 100,000 episodes), and
+    Postgres will not plan this in parallel. So a window of ``split`` units or more, when the pool has a
+    connection to spare, is ranked as two halves of time side by side, one core each, and the halves' best are
+    merged: the same units in the same order (ties on distance by unit id; with the halves, p95 at 100,000
+    episodes 38-39 ms against 42-44 without)."""
     if pool is None or window < split or not spare(pool):
         return await exact(conn, where, p)
     cur = await conn.execute(  # type: ignore[arg-type]
