@@ -65,7 +65,7 @@ from bench.memory_metrics import (
     percentile,
     score,
 )
-from bench.memory_public import DATASETS, categories, load_corpus, locomo_note
+from bench.memory_public import DATASETS, ROLES, categories, load_corpus, locomo_note
 from bench.pii import cpu_model
 from bench.replay import timed_replay
 from hivemem.settings import Settings
@@ -453,7 +453,18 @@ def build_corpus(args: argparse.Namespace) -> Corpus:
     if args.corpus:
         return Corpus.load(args.corpus)
     return load_corpus(args.dataset, args.file, limit=args.limit, photos=args.photos, seed=args.seed,
-                       users=args.users, sessions=args.sessions, shape=args.shape)  # fmt: skip
+                       users=args.users, sessions=args.sessions, shape=args.shape, roles=args.roles)  # fmt: skip
+
+
+def _turns(roles: str, one: bool = False) -> str:
+    """How the report names the messages a public conversation's turns became (``--roles``)."""
+    if roles == "pair":
+        return (
+            "a message of the first speaker's as user, the other's as assistant,"
+            if one
+            else "the first speaker's user messages and the other's assistant messages,"
+        )
+    return "a user message" if one else "user messages"
 
 
 def cached_note(base: memory_baseline.Baseline, cache_path: Path | None) -> str:
@@ -521,6 +532,9 @@ def main(argv: list[str]) -> int:
                     help="same as --dataset longmemeval --file FILE")  # fmt: skip
     ap.add_argument("--photos", action="store_true", help="with --dataset locomo: a turn that shares a photo ends "
                     "with ' [shares a photo of <its BLIP caption>]'")  # fmt: skip
+    ap.add_argument("--roles", choices=ROLES, default="user", help="with --dataset locomo|realtalk: every turn a "
+                    "user message (user), or the first speaker's user messages and the other's assistant ones "
+                    "(pair); the content is 'Speaker: text' either way")  # fmt: skip
     ap.add_argument("--k", type=int, default=None, help="hits per search (recall@k is over their distinct "
                     "sessions); default 50 on a public dataset, 10 on the synthetic one")  # fmt: skip
     ap.add_argument("--node-hits", choices=NODE_HITS, default="cite", help="an L1-L3 node hit counts for the "
@@ -598,11 +612,11 @@ def main(argv: list[str]) -> int:
     if args.dataset == "locomo" and not args.corpus:
         photos = " + photo captions" if args.photos else ""
         out.print(locomo_note(args.file, args.limit) + "; each question asked one day after its conversation's last "
-                  f"session; turns as user messages 'Speaker: text'{photos}")  # fmt: skip
+                  f"session; turns as {_turns(args.roles)} 'Speaker: text'{photos}")  # fmt: skip
     if args.dataset == "realtalk" and not args.corpus:
         out.print("REALTALK, by LoCoMo's protocol: each chat a memory, each session one episode at its date, every "
-                  "message a user message 'Speaker: text'; each question asked one day after its chat's last session; "
-                  "an evidence id's session is the one holding that message")  # fmt: skip
+                  f"message {_turns(args.roles, one=True)} 'Speaker: text'; each question asked one day after its "
+                  "chat's last session; an evidence id's session is the one holding that message")  # fmt: skip
     out.print(
         f"scoring: session recall over the first distinct sessions of k={args.k} hits; L1-L3 node hits "
         + ("count for the sessions of the episodes they cite" if args.node_hits == "cite" else "skipped")

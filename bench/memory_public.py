@@ -8,7 +8,10 @@
 * each conversation is its own memory (one bench user, ``locomo-<sample_id>``);
 * each session is one episode, occurring at its ``date_time`` (read as UTC), in session order;
 * every turn is a ``user`` message whose content is ``"<speaker>: <text>"`` (with ``photos=True``, a turn that
-  shares an image gets `` [shares a photo of <blip_caption>]`` appended; off by default);
+  shares an image gets `` [shares a photo of <blip_caption>]`` appended; off by default); with ``roles="pair"``
+  (``--roles pair``), ``speaker_a``'s turns are ``user`` messages and ``speaker_b``'s ``assistant`` ones, their
+  content the same: a chat between two people as an assistant's memory sees it, where HiveMem embeds a round
+  from its ``user`` lines and reads the other side's words by full text (docs/kmms.md);
 * every question is asked at one day after the conversation's last session;
 * questions of categories 1-4 are kept when at least one of their evidence ids is a well-formed turn id
   (``D<session>:<turn>``, nothing else in the string) of a session the conversation has; the evidence sessions
@@ -22,7 +25,8 @@ LoCoMo's shape per file: ``name`` {speaker_1, speaker_2}, ``session_N`` a list o
 clean_text, date_time}``, ``session_N_date_time`` like "29.12.2023, 22:42:04", and ``qa`` as LoCoMo's with
 categories 1-3), read by LoCoMo's protocol above, with three differences the data asks for:
 
-* ``--file`` is one chat's file or a directory of them (every ``*.json`` in it, by name);
+* ``--file`` is one chat's file or a directory of them (every ``*.json`` in it, by name); ``roles="pair"`` makes
+  ``name.speaker_1``'s messages ``user`` ones and the other's ``assistant`` ones;
 * a message's ``dia_id`` does not name its session ("D3:30" opens ``session_4``), so an evidence id's session is
   the session that holds the message with that id; an id no message has (mostly photos, which the files leave
   out) is not evidence;
@@ -44,6 +48,9 @@ from typing import Any
 from bench.memory_corpus import CATEGORIES, Corpus, Question, Session, Turn, User, from_longmemeval, generate, iso
 
 DATASETS = ("synthetic", "locomo", "longmemeval", "realtalk")
+# Whose turns are ``user`` messages in LoCoMo and REALTALK: everyone's ("user", the protocol), or the first
+# speaker's, the other's ``assistant`` ones ("pair").
+ROLES = ("user", "pair")
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 LOCOMO_ADVERSARIAL = 5
 _SESSION_KEY = re.compile(r"session_([0-9]+)")
@@ -63,6 +70,18 @@ def evidence_sessions(evidence: list[str], sessions: set[int]) -> list[int]:
         if m and int(m.group(1)) in sessions and int(m.group(1)) not in out:
             out.append(int(m.group(1)))
     return out
+
+
+def role_of(speaker: str, first: str, roles: str) -> str:
+    """The message role of a turn by ``speaker``: ``user`` for everyone (``roles`` "user"), or for ``first`` only
+    and ``assistant`` for the other speaker ("pair")."""
+    if roles not in ROLES:
+        raise ValueError(f"roles must be one of {', '.join(ROLES)}, not {roles!r}")
+    return "user" if roles == "user" or speaker.strip() == first.strip() else "assistant"
+
+
+def _roles_note(roles: str) -> str:
+    return " (the second speaker as assistant)" if roles == "pair" else ""
 
 
 def _content(turn: dict[str, Any], photos: bool) -> str:
@@ -116,8 +135,9 @@ def _asked(prefix: str, uid: str, kind: str, qas: list[dict[str, Any]], evidence
     return out
 
 
-def from_locomo(path: str | Path, limit: int | None = None, photos: bool = False) -> Corpus:
-    """The LoCoMo JSON as a ``Corpus`` (the module's protocol); ``limit``: its first N conversations."""
+def from_locomo(path: str | Path, limit: int | None = None, photos: bool = False, roles: str = "user") -> Corpus:
+    """The LoCoMo JSON as a ``Corpus`` (the module's protocol); ``limit``: its first N conversations; ``roles``:
+    ``ROLES``."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))[:limit]
     users, questions = [], []
     for sample in data:
@@ -128,7 +148,7 @@ def from_locomo(path: str | Path, limit: int | None = None, photos: bool = False
         sessions: dict[int, Session] = {}
         for n in numbers:
             said = [t for t in conv[f"session_{n}"] if t.get("text") or (photos and t.get("blip_caption"))]
-            turns = [Turn("user", _content(t, photos)) for t in said]
+            turns = [Turn(role_of(str(t["speaker"]), str(conv["speaker_a"]), roles), _content(t, photos)) for t in said]
             if turns:
                 when = iso(locomo_date(conv[f"session_{n}_date_time"]))
                 sessions[n] = Session(f"{sid}-s{n}", uid, when, turns, topic="conversation")
@@ -139,7 +159,9 @@ def from_locomo(path: str | Path, limit: int | None = None, photos: bool = False
                     for qa in sample["qa"]]  # fmt: skip
         questions += _asked(sid, uid, "locomo", sample["qa"], evidence, as_of, ordered)
         users.append(User(uid, as_of, ordered))
-    return Corpus(0, users, questions, source=f"locomo:{Path(path).name}" + (" (photos)" if photos else ""))
+    return Corpus(
+        0, users, questions, source=f"locomo:{Path(path).name}" + (" (photos)" if photos else "") + _roles_note(roles)
+    )
 
 
 _REALTALK_DATE = "%d.%m.%Y, %H:%M:%S"  # "29.12.2023, 22:42:04"
@@ -170,8 +192,9 @@ def realtalk_files(path: str | Path) -> list[Path]:
     return files
 
 
-def from_realtalk(path: str | Path, limit: int | None = None) -> Corpus:
-    """REALTALK's chat file(s) as a ``Corpus`` (the module's protocol); ``limit``: the first N chats by name."""
+def from_realtalk(path: str | Path, limit: int | None = None, roles: str = "user") -> Corpus:
+    """REALTALK's chat file(s) as a ``Corpus`` (the module's protocol); ``limit``: the first N chats by name;
+    ``roles``: ``ROLES``."""
     users, questions = [], []
     kept = skipped = 0
     for f in realtalk_files(path)[:limit]:
@@ -186,7 +209,8 @@ def from_realtalk(path: str | Path, limit: int | None = None) -> Corpus:
                 continue
             s = Session(f"{f.stem}-s{n}", uid, iso(datetime.strptime(chat[f"session_{n}_date_time"].strip(),
                         _REALTALK_DATE).replace(tzinfo=UTC)),
-                        [Turn("user", f"{t['speaker']}: {str(t['clean_text']).strip()}") for t in said],
+                        [Turn(role_of(str(t["speaker"]), str(chat["name"]["speaker_1"]), roles),
+                              f"{t['speaker']}: {str(t['clean_text']).strip()}") for t in said],
                         topic="conversation")  # fmt: skip
             sessions.append(s)
             where.update((str(t.get("dia_id", "")).strip(), s.session_id) for t in said)
@@ -201,7 +225,7 @@ def from_realtalk(path: str | Path, limit: int | None = None) -> Corpus:
         users.append(User(uid, as_of, sessions))
     name = Path(path).name
     note = f"{kept} questions kept, {skipped} without a category 1-4 or an evidence message in the files"
-    return Corpus(0, users, questions, source=f"realtalk:{name} ({note})")
+    return Corpus(0, users, questions, source=f"realtalk:{name} ({note}){_roles_note(roles)}")
 
 
 def categories(corpus: Corpus) -> tuple[str, ...]:
@@ -212,16 +236,19 @@ def categories(corpus: Corpus) -> tuple[str, ...]:
 
 
 def load_corpus(dataset: str, path: Path | None, *, limit: int | None = None, photos: bool = False, seed: int = 7,
-         users: int = 30, sessions: int = 40, shape: str = "short") -> Corpus:  # fmt: skip
+         users: int = 30, sessions: int = 40, shape: str = "short", roles: str = "user") -> Corpus:  # fmt: skip
     """The corpus of ``--dataset``: generated (``synthetic``) or read from ``path``."""
+    if roles != "user" and dataset not in ("locomo", "realtalk"):
+        raise ValueError(f"--roles {roles} applies to --dataset locomo or realtalk (conversations between two named "
+                         f"people), not {dataset}")  # fmt: skip
     if dataset == "synthetic":
         return generate(seed=seed, users=users, sessions_per_user=sessions, shape=shape)
     if path is None:
         raise ValueError(f"--dataset {dataset} needs --file PATH")
     if dataset == "locomo":
-        return from_locomo(path, limit, photos)
+        return from_locomo(path, limit, photos, roles)
     if dataset == "longmemeval":
         return from_longmemeval(path, limit)
     if dataset == "realtalk":
-        return from_realtalk(path, limit)
+        return from_realtalk(path, limit, roles)
     raise ValueError(f"unknown dataset {dataset!r}; choose {', '.join(DATASETS)}")

@@ -144,3 +144,27 @@ def test_dataset_choice(path: Path) -> None:
         bench_main(["--dataset", "locomo"])  # no --file: refused before anything starts
     with pytest.raises(SystemExit):
         bench_main(["--longmemeval", str(path), "--dataset", "locomo"])
+
+
+def test_roles_pair_makes_the_second_speaker_the_assistant(path: Path) -> None:
+    c = from_locomo(path, roles="pair")
+    s1, s2 = c.users[0].sessions
+    assert [(t.role, t.content) for t in s1.turns] == [
+        ("user", "Rosa: I started pottery classes on Tuesday."),  # speaker_a, whoever speaks first in a session
+        ("assistant", "Ivo: Nice, where are they?"),
+        ("user", "Rosa: At the studio near the river."),
+    ]
+    assert [t.role for t in s2.turns] == ["assistant", "user"]
+    assert c.source == "locomo:locomo.json (the second speaker as assistant)"
+    assert [q.evidence_session_ids for q in c.questions] == [
+        q.evidence_session_ids for q in from_locomo(path).questions
+    ]
+
+
+def test_roles_pair_is_refused_where_no_two_people_talk(path: Path) -> None:
+    with pytest.raises(ValueError, match="--roles pair applies to --dataset locomo or realtalk"):
+        load_corpus("synthetic", None, roles="pair")
+    with pytest.raises(ValueError, match="roles must be one of user, pair"):
+        from_locomo(path, roles="assistant")
+    with pytest.raises(SystemExit):
+        bench_main(["--dataset", "locomo", "--file", str(path), "--roles", "both"])  # refused by the parser

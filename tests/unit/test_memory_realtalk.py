@@ -108,3 +108,10 @@ def test_one_file_a_limit_and_the_dataset_choice(chats: Path) -> None:
     (chats / "empty").mkdir()
     with pytest.raises(ValueError, match="no REALTALK chat files"):
         from_realtalk(chats / "empty")
+
+
+def test_roles_pair_makes_speaker_2_the_assistant(chats: Path) -> None:
+    a = from_realtalk(chats, roles="pair").users[0]
+    assert [(t.role, t.content[:5]) for s in a.sessions for t in s.turns] == [
+        ("user", "Noor:"), ("assistant", "Bram:"), ("assistant", "Bram:"), ("user", "Noor:"), ("user", "Noor:"),
+    ]  # fmt: skip
