@@ -4,12 +4,15 @@ A fact's key is a label (``residence``, ``employer``, ``pet_dog``); a question a
 live?" or "who do I work for?". A fact is therefore embedded as a short sentence in a question's
 words (its key family's cue and the value), and indexed for full text with every cue. A conversation round is embedded
 from the user's lines without ``role:`` prefixes: prefixes and replies dilute it (measured with
-all-MiniLM-L6-v2: "Where do I live now?" against a round with them 0.29, the user's line 0.41).
+all-MiniLM-L6-v2: "Where do I live now?" against a round with them 0.29, the user's line 0.41); a round between
+named people from both people's lines (``between_people``).
 """
 
 from __future__ import annotations
 
 import re
+
+from governance.kmms.speakers import is_name
 
 # key (or key prefix before "_") -> how people ask about it
 CUES: dict[str, str] = {
@@ -30,6 +33,7 @@ CUES: dict[str, str] = {
     "friend": "my friend", "colleague": "my colleague",
 }  # fmt: skip
 _ROLE = re.compile(r"^(?:user|assistant|system|tool): ", re.MULTILINE)
+_NAME_LABEL = re.compile(r"([^:\n]{1,60}):\s")  # a named turn's words open with "Name: "
 _SPEAKER = re.compile(r"^\s*(?P<role>user|human|assistant|ai|bot|system|tool)\s*:\s*", re.IGNORECASE)
 OWNER_ROLES = frozenset({"user", "human"})
 
@@ -79,10 +83,25 @@ def fact_terms(entity: str, key: str, value: str) -> str:
     return f"{entity} {cue(key)} {key.replace('_', ' ')} {value}"
 
 
+def between_people(unit_text: str) -> bool:
+    """A round of a conversation between named people: every turn in it opens with its speaker's name, as
+    ``turn_line`` writes a named turn ("user: Caroline: ...", "assistant: Melanie: ..."), and one of them is not
+    the user's. The other side is then a person in the conversation, not an assistant's reply."""
+    turns = [(m.group(0), line[m.end() :]) for line in unit_text.split("\n") if (m := _ROLE.match(line))]
+    return any(role != "user: " for role, _ in turns) and all(
+        (m := _NAME_LABEL.match(words)) is not None and is_name(m.group(1).strip()) for _, words in turns
+    )
+
+
 def embedding_text(unit_text: str) -> str:
-    """A round's vector is computed from what the user said in it (the replies, often long and
+    """A round's vector is computed from what the user said in it (an assistant's replies, often long and
     generic, drown it: on the memory benchmark's corpus, session recall@5 by vector went from 0.57
-    with whole rounds to 0.62 with the user's lines); a unit without user lines loses its prefixes."""
+    with whole rounds to 0.62 with the user's lines); a unit without user lines loses its prefixes. A round
+    between named people (``between_people``) is embedded whole, without its prefixes: both speakers' words are
+    the memory (LoCoMo's and REALTALK's chats with the second speaker as the assistant, ``hivemem bench memory
+    --roles pair``: session recall@5 by vectors alone 0.771 -> 0.812 and 0.735 -> 0.762, docs/kmms.md)."""
+    if between_people(unit_text):
+        return _ROLE.sub("", unit_text)
     said = [line[6:] for line in unit_text.split("\n") if line.startswith("user: ")]
     return "\n".join(said) if said else _ROLE.sub("", unit_text)
 

@@ -1,9 +1,10 @@
 """The names of a memory's speakers (``governance.kmms.speakers``), read from its most recent rounds.
 
-A round's leading label is the name in its first line (``user: Melanie: ...``). The labels of the memory's
-``RECENT`` most recent rounds are read, through the memory's index, and kept per process for ``TTL_S``: a search
-asks for them before it embeds its question, and a speaker joining a conversation is a name for the next minute's
-questions.
+A turn's label is the name after its role (``user: Melanie: ...``, ``assistant: Caroline: ...``). The labels of
+every turn of the memory's ``RECENT`` most recent rounds are read, through the memory's index, and kept per process
+for ``TTL_S``: a search asks for them before it embeds its question, and a speaker joining a conversation is a name
+for the next minute's questions. Every turn's, not only a round's first: a chat between two people sent as the
+user's and the assistant's turns names the second speaker inside the rounds the first one opens.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ TTL_S = 60.0
 _KEPT_MAX = 10_000  # memories kept; a bound, not an LRU: the next search of one dropped reads it again
 _kept: dict[tuple[str, str, str], tuple[float, frozenset[str]]] = {}
 
-# The first line's label: what ``phrasing.turn_line`` writes after the role for a named turn.
+# Each turn's label: what ``phrasing.turn_line`` writes after the role for a named turn.
 _LABELS = (
-    "SELECT (regexp_match(u.text, '^(?:user|assistant): ([^:\n]{1,40}): '))[1] FROM kmms.kmms_units u "
-    "WHERE u.tenant = %s AND u.claw_id = %s AND u.scope = %s ORDER BY u.occurred_at DESC LIMIT %s"
+    "SELECT m[1] FROM (SELECT u.text FROM kmms.kmms_units u WHERE u.tenant = %s AND u.claw_id = %s AND u.scope = %s "
+    "ORDER BY u.occurred_at DESC LIMIT %s) r, regexp_matches(r.text, '(?:^|\n)(?:user|assistant): ([^:\n]{1,40}): ', "
+    "'g') AS m"
 )
 
 

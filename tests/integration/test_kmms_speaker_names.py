@@ -63,3 +63,29 @@ def test_a_memory_without_named_turns_keeps_every_word_of_the_question(stack: St
     hit = next(h for h in res.hits if h.layer == 4 and painted in h.text)
     embedder = MiniLmEmbedder()
     assert hit.similarity == pytest.approx(_cosine(embedder, QUESTION, embedding_text(hit.text)), abs=5e-4)
+
+
+def test_a_round_between_named_people_is_embedded_with_both_speakers_words(stack: Stack) -> None:
+    """Melanie's turns as the assistant's, named: her answer is part of the round's vector (phrasing.between_people),
+    so a question about what she painted finds the round by vector alone."""
+    mem = memory(stack, "mem-b", claw=f"pair-{uuid.uuid4().hex[:6]}", user_id="pals")
+    caroline = {"role": "user", "name": "Caroline"}
+    melanie = {"role": "assistant", "name": "Melanie"}
+    s0 = [caroline | {"content": "How was your weekend away?"},
+          melanie | {"content": "Lovely. I painted a sunset over the lake, my first oil painting in years."},
+          caroline | {"content": "That sounds so peaceful."}]  # fmt: skip
+    s1 = [caroline | {"content": "I adopted a puppy from the shelter on Friday."},
+          melanie | {"content": "Work has been busy with the new project at the office."}]  # fmt: skip
+    ids = [mem.add(turns, session_id=f"s-{i}", occurred_at=f"2026-05-0{i + 1}T09:00:00Z").episode_id
+           for i, turns in enumerate((s0, s1))]  # fmt: skip
+    mem.wait_indexed(ids, timeout_s=120)
+    res = mem.search(QUESTION, k=5, as_of=AS_OF, mode="vector")
+    first = next(h for h in res.hits if h.layer == 4)
+    assert first.text == ("user: Caroline: How was your weekend away?\nassistant: Melanie: Lovely. I painted a sunset "
+                          "over the lake, my first oil painting in years.")  # fmt: skip
+    embedder = MiniLmEmbedder()
+    whole = ("Caroline: How was your weekend away?\nMelanie: Lovely. I painted a sunset over the lake, my first oil "
+             "painting in years.")  # fmt: skip
+    said = _cosine(embedder, "What did paint?", "Caroline: How was your weekend away?")
+    assert abs(_cosine(embedder, "What did paint?", whole) - said) > 0.05  # the test can tell the two apart
+    assert first.similarity == pytest.approx(_cosine(embedder, "What did paint?", whole), abs=5e-4)

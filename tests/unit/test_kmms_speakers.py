@@ -54,10 +54,30 @@ def test_a_named_turn_carries_its_speaker_in_its_line() -> None:
         ("ep-1#1", "user: Caroline: I painted my dog.\nassistant: Ada: Both sound lovely.")]  # fmt: skip
     # Every reader of role prefixes reads the line as the role's, with the name among the words said.
     second = units[1].text
-    assert embedding_text(second) == "Caroline: I painted my dog."
+    assert embedding_text(second) == "Caroline: I painted my dog.\nAda: Both sound lovely."  # both named: whole
     assert said_text(second, conversation=True) == "Caroline: I painted my dog."
     assert strip_roles(second) == "Caroline: I painted my dog.\nAda: Both sound lovely."
     assert speaker_lines(second) == [("user", "Caroline: I painted my dog."), ("assistant", "Ada: Both sound lovely.")]
+
+
+@pytest.mark.parametrize(
+    ("text", "embedded"),
+    [
+        # between named people (``between_people``): both speakers' words, without the role prefixes
+        ("user: Caroline: Did you paint lately?\nassistant: Melanie: Yes, a lake at dawn.",
+         "Caroline: Did you paint lately?\nMelanie: Yes, a lake at dawn."),
+        ("user: Jo Ann: Back from Lyon.\nassistant: Mr. Smith: How was it?\nIt rained all week, I heard.",
+         "Jo Ann: Back from Lyon.\nMr. Smith: How was it?\nIt rained all week, I heard."),
+        # a user and an assistant: the user's lines, as before
+        ("user: Caroline: Did you paint lately?\nassistant: Here are ten painting ideas.",
+         "Caroline: Did you paint lately?"),
+        ("user: Note: buy milk\nassistant: Noted.", "Note: buy milk"),
+        ("user: Caroline: Hi\nassistant: Melanie: Hi!\nsystem: session resumed", "Caroline: Hi"),
+        ("user: Caroline: Hi\nuser: Melanie: Hi!", "Caroline: Hi\nMelanie: Hi!"),  # users only: the same either way
+    ],
+)  # fmt: skip
+def test_a_round_between_named_people_is_embedded_whole(text: str, embedded: str) -> None:
+    assert embedding_text(text) == embedded
 
 
 def test_entities_are_read_from_every_user_turn_without_the_names() -> None:
