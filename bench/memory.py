@@ -318,6 +318,8 @@ def ingest(corpus: Corpus, mems: dict[str, Any], args: argparse.Namespace, conso
                 if time.monotonic() < deadline:
                     out.probe_searchable_ms.append((time.perf_counter() - t) * 1000)
                 else:
+                    console.print(f"[red]{s.user_id}: session {sid} (episode {eid}) not searchable 60 s after its "
+                                  "add[/red]")  # fmt: skip
                     out.unindexed += 1
             bar.update(t_probe, completed=i + 1)
     return out

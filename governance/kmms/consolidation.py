@@ -194,6 +194,11 @@ class ConsolidationEngine:
         prev = st.l3.get(key)
         previous = Summary(prev.text, tuple(prev.sources)) if prev else None
         summary = self.backend.summarize(entity, topic, window, episodes, previous)
+        if not summary.text.strip():
+            # Nothing the owner said in the window (a chat's other side only, sent as the assistant's turns): a
+            # summary of nothing would be a node no vector can be computed from, and the episodes it cited would
+            # never be searchable (``projections.kmms.queries.indexed``). The episodes stay L4 only.
+            return []
         sources = sorted({*(prev.sources if prev else []), *summary.source_episode_ids,
                           *(e.episode_id for e in episodes)})  # fmt: skip
         node = NewNode(ids.next("l3"), 3, entity, topic, summary.text, (prev.version + 1) if prev else 1,

@@ -334,24 +334,33 @@ async def wait_episode(pool: AsyncConnectionPool, tenant: str, event_id: str, wa
     return await poll_verdict(episode_verdict, pool, tenant, event_id, wait_s)
 
 
+# Which of the episodes %(ids)s of a memory (%(t)s, %(c)s, %(s)s) are searchable by model %(model)s (``indexed``).
+# Derived nodes by their source links: episode -> L3 summary -> L2 fact -> L1 abstract. A node with no text to embed
+# (no content, and not a fact, which is embedded as a sentence of its key and value: processors/kmms/embedder.py,
+# ``node_text``) never gets a vector and is not waited for: an empty summary, which the consolidator wrote before
+# 2026-11-29 for a window where the owner said nothing, held its episodes back for ever.
+_SCOPE = "n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s"
+_EMBEDDABLE = "(n.content <> '' OR (n.layer = 2 AND coalesce(n.fact_key, '') <> ''))"
+INDEXED = (
+    "WITH RECURSIVE derived(root, node_id, embeddable) AS ("
+    f"SELECT e, n.node_id, {_EMBEDDABLE} FROM kmms.kmms_nodes n, unnest(%(ids)s::text[]) e WHERE {_SCOPE} "
+    f"AND e = ANY(n.source_ids) UNION SELECT d.root, n.node_id, {_EMBEDDABLE} FROM kmms.kmms_nodes n JOIN derived d "
+    f"ON d.node_id = ANY(n.source_ids) WHERE {_SCOPE}), "
+    "units AS (SELECT u.episode_id AS root, u.unit_id AS id FROM kmms.kmms_units u WHERE u.tenant = %(t)s "
+    "AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.episode_id = ANY(%(ids)s)) "
+    "SELECT a.root FROM (SELECT root, id FROM units UNION ALL SELECT root, node_id FROM derived WHERE embeddable) a "
+    "LEFT JOIN kmms.kmms_vectors v ON v.tenant = %(t)s AND v.unit_id = a.id AND v.model = %(model)s "
+    "WHERE a.root IN (SELECT root FROM units) GROUP BY a.root HAVING bool_and(v.unit_id IS NOT NULL)"
+)
+
+
 async def indexed(pool: AsyncConnectionPool, m: Memory, episode_ids: list[str], model: str) -> list[str]:
     """Which of ``episode_ids`` are searchable: stored, every unit has its vector, and so has every node
-    consolidated from them so far (a fact the read model holds but cannot yet rank by meaning would lose
-    to an older, embedded summary)."""
-    scope = "n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s"
+    consolidated from them so far that has text to embed (a fact the read model holds but cannot yet rank by
+    meaning would lose to an older, embedded summary): ``INDEXED``."""
     async with tenant_tx(pool, m.tenant) as conn:
-        # Derived nodes by their source links: episode -> L3 summary -> L2 fact -> L1 abstract.
         cur = await conn.execute(
-            "WITH RECURSIVE derived(root, node_id) AS ("
-            f"SELECT e, n.node_id FROM kmms.kmms_nodes n, unnest(%(ids)s::text[]) e WHERE {scope} "
-            "AND e = ANY(n.source_ids) UNION SELECT d.root, n.node_id FROM kmms.kmms_nodes n JOIN derived d "
-            f"ON d.node_id = ANY(n.source_ids) WHERE {scope}), "
-            "units AS (SELECT u.episode_id AS root, u.unit_id AS id FROM kmms.kmms_units u WHERE u.tenant = %(t)s "
-            "AND u.claw_id = %(c)s AND u.scope = %(s)s AND u.episode_id = ANY(%(ids)s)) "
-            "SELECT a.root FROM (SELECT root, id FROM units UNION ALL SELECT root, node_id FROM derived) a "
-            "LEFT JOIN kmms.kmms_vectors v ON v.tenant = %(t)s AND v.unit_id = a.id AND v.model = %(model)s "
-            "WHERE a.root IN (SELECT root FROM units) GROUP BY a.root HAVING bool_and(v.unit_id IS NOT NULL)",
-            {"model": model, "t": m.tenant, "c": m.claw_id, "s": m.scope, "ids": episode_ids},
+            INDEXED, {"model": model, "t": m.tenant, "c": m.claw_id, "s": m.scope, "ids": episode_ids}
         )
         return sorted(str(r[0]) for r in await cur.fetchall())
 
