@@ -17,7 +17,7 @@ def _ep(eid: str, day: str, text: str) -> EpisodeText:
 
 def _consolidate(texts: list[str]) -> list[tuple[str, str]]:
     engine, st = ConsolidationEngine(LocalConsolidator(), batch=3), ScopeState()
-    out = []
+    out: list[tuple[str, str]] = []
     for i, text in enumerate(texts):
         e = _ep(f"e{i}", f"2026-03-0{i + 2}", text)
         engine.stored(st, e)
