@@ -7,7 +7,8 @@ the log — so a replay folds the events and never calls a model again.
 Rules:
 - L4->L3: an (entity, topic) pair is consolidated when ``batch`` (default 3, seed §4.2) of its
   episodes are waiting (an episode in which the owner speaks of themself also waits in the owner's
-  pair of its topic when its entity is another: ``enriched``). They are grouped by ISO week of their
+  pair of its topic when its entity is another, and a conversation between named people in each
+  person's: ``enriched``). They are grouped by ISO week of their
   event time (X-18: default window = week); a window that already has a summary gets a merged new
   version that SUPERSEDES it.
 - L3->L2: each extracted fact is matched on (entity, key). The same value reinforces the current
@@ -35,6 +36,7 @@ from pydantic import BaseModel, Field
 
 from governance.kmms.abstraction import l1_action
 from governance.kmms.contradiction import resolve
+from governance.kmms.phrasing import people
 from governance.kmms.strength import reinforce
 from governance.kmms.values import USER_ENTITY, ContradictionClass, EpisodeText, ExtractedFact, Summary
 
@@ -157,6 +159,9 @@ class ConsolidationEngine:
         if episode_id not in st.texts:
             return []  # not stored here (e.g. erased); nothing to consolidate
         pairs = [(entity, topic)] + ([(USER_ENTITY, topic)] if owner and entity != USER_ENTITY else [])
+        # A conversation between named people: each person's pair of the topic too, where the back-end reads that
+        # person's own words as theirs (inference/kmms/local.py, ``sentences_for``).
+        pairs += [(name, topic) for name in sorted(people(st.texts[episode_id].text)) if (name, topic) not in pairs]
         for about, t in pairs:  # queued in every pair first: consolidating one must not drop the episode's text
             waiting = st.pending.setdefault(f"{about}|{t}", [])
             if episode_id not in waiting:

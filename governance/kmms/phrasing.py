@@ -60,6 +60,32 @@ def speaker_lines(text: str) -> list[tuple[str | None, str]]:
     return out
 
 
+def named_lines(text: str) -> list[tuple[str | None, str | None, str]]:
+    """(speaker, name, words) for each line of a transcript: the role as ``speaker_lines`` reads it; the name of
+    the named turn the line belongs to (its label, "user: Melanie: ...", as ``turn_line`` writes it; a line
+    continuing a turn shares its name), None for an unnamed turn's; the words without the role and the label."""
+    out: list[tuple[str | None, str | None, str]] = []
+    role: str | None = None
+    name: str | None = None
+    for line in text.splitlines():
+        m = _SPEAKER.match(line)
+        if not m:
+            out.append((role, name, line))
+            continue
+        role, body = m.group("role").lower(), line[m.end() :]
+        label = _NAME_LABEL.match(body)
+        name = label.group(1).strip() if label is not None and is_name(label.group(1).strip()) else None
+        out.append((role, name, body[label.end() :] if name is not None and label is not None else body))
+    return out
+
+
+def people(text: str) -> frozenset[str]:
+    """The names of a transcript's named speakers when it is a conversation between people (two names or more);
+    none otherwise: a chat whose only named speaker is its user is the memory owner's, by whatever name."""
+    names = frozenset(name for _, name, _ in named_lines(text) if name is not None)
+    return names if len(names) >= 2 else frozenset()
+
+
 def is_owner(role: str | None) -> bool:
     """The memory's owner said it: a user's (or human's) turn, or text that is no conversation."""
     return role is None or role in OWNER_ROLES

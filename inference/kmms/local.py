@@ -1,7 +1,7 @@
 """The local, deterministic KMMS consolidator (``model_id`` "local-v1"): no model, the default back-end.
 
-- summarize (L4 -> L3): extractive. The owner's sentences (assistant/system/tool turns are left out) are
-  scored: 3 if they state an extractable fact about the entity, 2 if they mention it (for ``user``: first-person
+- summarize (L4 -> L3): extractive. The owner's sentences (assistant/system/tool turns are left out; between
+  named people, each person's, as extract_facts below reads them) are scored: 3 if they state an extractable fact about the entity, 2 if they mention it (for ``user``: first-person
   words), 1 per keyword of the topic, plus 1/(1+i) for the i-th sentence of its episode. Fact sentences are
   always kept; the others are added best-first while the summary stays within ``max_chars`` (600). They are
   written in time order, each prefixed with its episode's date: "[2026-03-04] I moved to Porto.". A merge with
@@ -10,11 +10,14 @@
   (temporal)").
 - extract_facts (L3 -> L2): the patterns of ``inference.kmms.patterns`` over the episodes' sentences; for
   ``user`` first-person statements, for any other entity third-person ones about it ("John thinks ...", and
-  "He ..." right after a sentence naming him). A fact whose key already has another value (in ``existing`` or
-  earlier in the batch) is a contradiction; it also ``updates_existing`` when its sentence carries a change cue
-  (moved, switched, now, new, ...). A change that names only the value left ("forget Severance, I'm obsessed
-  with Fleabag now") updates whichever fact holds it, and gives nothing when none does. The quote is the
-  verbatim sentence.
+  "He ..." right after a sentence naming him). In a conversation between named people
+  (``phrasing.people``: two names or more) a person's first-person statements are that person's, whatever
+  their turns' role ("Melanie: I moved to Lisbon." is a fact of Melanie's), not the owner's; the owner keeps
+  the unnamed user lines. Their sentences are shown with the name ("Melanie: I moved to Lisbon."). A fact
+  whose key already has another value (in ``existing`` or earlier in the batch) is a contradiction; it also
+  ``updates_existing`` when its sentence carries a change cue (moved, switched, now, new, ...). A change that
+  names only the value left ("forget Severance, I'm obsessed with Fleabag now") updates whichever fact holds
+  it, and gives nothing when none does. The quote is the verbatim sentence.
 - classify: single-valued keys (residence, employer, job_title, favourite_*, a partner/manager/parent) are
   temporal when the new quote has a change cue or a date, contextual when the values' qualifiers differ ("for
   data pipelines", "at work", "on weekends"), else direct. Other keys: differing qualifiers -> contextual
@@ -29,7 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from governance.kmms.phrasing import is_owner, speaker_lines
+from governance.kmms.phrasing import is_owner, named_lines, people, speaker_lines
 from governance.kmms.values import USER_ENTITY, ContradictionClass, EpisodeText, ExtractedFact, Summary
 from governance.sentences import split_sentences
 from inference.kmms.dates import episode_date, has_date
@@ -58,6 +61,28 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for line in owner_lines(text) for s in split_sentences(line) if s.strip()]
 
 
+def sentences_for(entity: str, text: str) -> list[tuple[str, str, bool]]:
+    """(sentence as shown, sentence as read, said by ``entity`` itself) for each sentence of ``text`` that may
+    tell of ``entity``. Outside a conversation between people: the owner's sentences (``sentences``), the
+    owner's own for ``user``. Between people (``phrasing.people``): a person's turns, whatever their role, are
+    read without their label and shown with it; they are their speaker's own words, never the owner's, and
+    another entity's third-person mentions; the unnamed user lines stay the owner's."""
+    names = people(text)
+    if not names:  # a summary's items keep a person's label: "Melanie: I moved to Lisbon." is Melanie's own
+        label = f"{entity}: "
+        return [(s, s[len(label) :], True) if entity != USER_ENTITY and s.startswith(label)
+                else (s, s, entity == USER_ENTITY) for s in sentences(text)]  # fmt: skip
+    out: list[tuple[str, str, bool]] = []
+    for role, name, words in named_lines(text):
+        if name in names:
+            if entity == USER_ENTITY:
+                continue  # a person's words in the owner's memory, not the owner's
+            out += [(f"{name}: {x.strip()}", x.strip(), name == entity) for x in split_sentences(words) if x.strip()]
+        elif is_owner(role) and words.strip():
+            out += [(x.strip(), x.strip(), entity == USER_ENTITY) for x in split_sentences(words) if x.strip()]
+    return out
+
+
 def norm(text: str) -> str:
     return " ".join(text.lower().split()).strip(" .")
 
@@ -77,12 +102,12 @@ def sentence_facts(entity: str, text: str, ref_ms: int) -> list[tuple[str, list[
     if not entity.strip():
         return []
     subject, out, prev_named = subject_of(entity), [], False
-    for s in sentences(text):
+    for shown, s, own in sentences_for(entity, text):
         probe = s
-        if entity != USER_ENTITY and prev_named and _PRONOUN_START.match(s):
+        if not own and entity != USER_ENTITY and prev_named and _PRONOUN_START.match(s):
             probe = _PRONOUN_START.sub(entity, s, count=1)  # "He works at Acme." right after "John ..."
-        out.append((s, facts_in(probe, subject, ref_ms)))
-        prev_named = entity != USER_ENTITY and (_mentions(entity, s) or (prev_named and probe != s))
+        out.append((shown, facts_in(probe, Subject.user() if own else subject, ref_ms)))
+        prev_named = not own and entity != USER_ENTITY and (_mentions(entity, s) or (prev_named and probe != s))
     return out
 
 
