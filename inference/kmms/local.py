@@ -1,13 +1,13 @@
 """The local, deterministic KMMS consolidator (``model_id`` "local-v1"): no model, the default back-end.
 
 - summarize (L4 -> L3): extractive. The owner's sentences (assistant/system/tool turns are left out; between
-  named people, each person's, as extract_facts below reads them) are scored: 3 if they state an extractable fact about the entity, 2 if they mention it (for ``user``: first-person
-  words), 1 per keyword of the topic, plus 1/(1+i) for the i-th sentence of its episode. Fact sentences are
-  always kept; the others are added best-first while the summary stays within ``max_chars`` (600). They are
-  written in time order, each prefixed with its episode's date: "[2026-03-04] I moved to Porto.". A merge with
-  the previous version keeps every previous sentence, adds the new ones (duplicates dropped) and reports facts
-  of the new sentences at odds with the previous ones as contradictions ("residence: Lisbon -> Porto
-  (temporal)").
+  named people, each person's, as extract_facts below reads them) are scored: 3 if they state an extractable
+  fact about the entity, 2 if they mention it (for ``user``: first-person words), 1 per keyword of the topic,
+  plus 1/(1+i) for the i-th sentence of its episode. Fact sentences are always kept; the others are added
+  best-first while the summary stays within ``max_chars`` (600). They are written in time order, each prefixed
+  with its episode's date: "[2026-03-04] I moved to Porto.". A merge with the previous version keeps every
+  previous sentence, adds the new ones (duplicates dropped) and reports facts of the new sentences at odds with
+  the previous ones as contradictions ("residence: Lisbon -> Porto (temporal)").
 - extract_facts (L3 -> L2): the patterns of ``inference.kmms.patterns`` over the episodes' sentences; for
   ``user`` first-person statements, for any other entity third-person ones about it ("John thinks ...", and
   "He ..." right after a sentence naming him). In a conversation between named people
