@@ -200,9 +200,10 @@ class ConsolidationEngine:
         previous = Summary(prev.text, tuple(prev.sources)) if prev else None
         summary = self.backend.summarize(entity, topic, window, episodes, previous)
         if not summary.text.strip():
-            # Nothing the owner said in the window (a chat's other side only, sent as the assistant's turns): a
-            # summary of nothing would be a node no vector can be computed from, and the episodes it cited would
-            # never be searchable (``projections.kmms.queries.indexed``). The episodes stay L4 only.
+            # Nothing in the window told of the pair's entity (the owner's pair of a chat where only named people
+            # spoke, or only its other side, sent as the assistant's turns): a summary of nothing would be a node no
+            # vector can be computed from, and the episodes it cited would never be searchable
+            # (``projections.kmms.queries.indexed``). The episodes stay L4 only there.
             return []
         sources = sorted({*(prev.sources if prev else []), *summary.source_episode_ids,
                           *(e.episode_id for e in episodes)})  # fmt: skip
