@@ -82,7 +82,12 @@ def named_lines(text: str) -> list[tuple[str | None, str | None, str]]:
 def people(text: str) -> frozenset[str]:
     """The names of a transcript's named speakers when it is a conversation between people (two names or more);
     none otherwise: a chat whose only named speaker is its user is the memory owner's, by whatever name."""
-    names = frozenset(name for _, name, _ in named_lines(text) if name is not None)
+    return people_in(named_lines(text))
+
+
+def people_in(lines: list[tuple[str | None, str | None, str]]) -> frozenset[str]:
+    """``people`` of a transcript already read by ``named_lines``."""
+    names = frozenset(name for _, name, _ in lines if name is not None)
     return names if len(names) >= 2 else frozenset()
 
 
@@ -113,10 +118,8 @@ def between_people(unit_text: str) -> bool:
     """A round of a conversation between named people: every turn in it opens with its speaker's name, as
     ``turn_line`` writes a named turn ("user: Caroline: ...", "assistant: Melanie: ..."), and one of them is not
     the user's. The other side is then a person in the conversation, not an assistant's reply."""
-    turns = [(m.group(0), line[m.end() :]) for line in unit_text.split("\n") if (m := _ROLE.match(line))]
-    return any(role != "user: " for role, _ in turns) and all(
-        (m := _NAME_LABEL.match(words)) is not None and is_name(m.group(1).strip()) for _, words in turns
-    )
+    lines = [(role, name) for role, name, _ in named_lines(unit_text) if role is not None]
+    return any(role != "user" for role, _ in lines) and all(name is not None for _, name in lines)
 
 
 def embedding_text(unit_text: str) -> str:

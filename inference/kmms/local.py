@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from governance.kmms.phrasing import is_owner, named_lines, people, speaker_lines
+from governance.kmms.phrasing import is_owner, named_lines, people_in, speaker_lines
 from governance.kmms.values import USER_ENTITY, ContradictionClass, EpisodeText, ExtractedFact, Summary
 from governance.sentences import split_sentences
 from inference.kmms.dates import episode_date, has_date
@@ -67,13 +67,14 @@ def sentences_for(entity: str, text: str) -> list[tuple[str, str, bool]]:
     owner's own for ``user``. Between people (``phrasing.people``): a person's turns, whatever their role, are
     read without their label and shown with it; they are their speaker's own words, never the owner's, and
     another entity's third-person mentions; the unnamed user lines stay the owner's."""
-    names = people(text)
+    lines = named_lines(text)
+    names = people_in(lines)
     if not names:  # a summary's items keep a person's label: "Melanie: I moved to Lisbon." is Melanie's own
         label = f"{entity}: "
         return [(s, s[len(label) :], True) if entity != USER_ENTITY and s.startswith(label)
                 else (s, s, entity == USER_ENTITY) for s in sentences(text)]  # fmt: skip
     out: list[tuple[str, str, bool]] = []
-    for role, name, words in named_lines(text):
+    for role, name, words in lines:
         if name in names:
             if entity == USER_ENTITY:
                 continue  # a person's words in the owner's memory, not the owner's
