@@ -455,7 +455,8 @@ def build_corpus(args: argparse.Namespace) -> Corpus:
     if args.corpus:
         return Corpus.load(args.corpus)
     return load_corpus(args.dataset, args.file, limit=args.limit, photos=args.photos, seed=args.seed,
-                       users=args.users, sessions=args.sessions, shape=args.shape, roles=args.roles)  # fmt: skip
+                       users=args.users, sessions=args.sessions, shape=args.shape, roles=args.roles,
+                       sample=args.sample, sample_skip=args.sample_skip)  # fmt: skip
 
 
 def _turns(roles: str, one: bool = False) -> str:
@@ -558,6 +559,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--corpus", type=Path, default=None, help="a saved corpus (Corpus.save JSON) instead of generating")
     ap.add_argument("--limit", type=int, default=None, help="with --dataset longmemeval: its first N questions; "
                     "locomo, realtalk: its first N conversations")  # fmt: skip
+    ap.add_argument("--sample", type=int, default=None, metavar="N", help="with --dataset longmemeval: N questions "
+                    "drawn by a fixed hash of their ids (the same on every machine)")  # fmt: skip
+    ap.add_argument("--sample-skip", type=int, default=0, metavar="M", help="with --sample: the draw's questions "
+                    "from the M-th on (a draw disjoint from --sample M's)")  # fmt: skip
     ap.add_argument("--save-corpus", type=Path, default=None, help="write the corpus used (JSON) here")
     ap.add_argument(
         "--dump",

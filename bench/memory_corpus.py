@@ -36,6 +36,7 @@ evidence's wording. The same seed gives the same corpus (byte for byte, see ``Co
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import statistics
@@ -980,12 +981,25 @@ def _lme_question_date(s: str) -> str:
     return iso(day + timedelta(days=1, minutes=-1))
 
 
-def from_longmemeval(path: str | Path, limit: int | None = None) -> Corpus:
+def lme_draw(ids: list[str], n: int, skip: int = 0) -> set[str]:
+    """``n`` of LongMemEval's question ids drawn by a fixed hash: the ids in the order of their SHA-256, from the
+    ``skip``-th on. The same file gives the same draw on every machine, and ``skip`` gives a draw disjoint from an
+    earlier one (choose on ``--sample 100``, report on ``--sample 100 --sample-skip 100``)."""
+    ordered = sorted(ids, key=lambda q: hashlib.sha256(q.encode()).hexdigest())
+    return set(ordered[skip : skip + n])
+
+
+def from_longmemeval(path: str | Path, limit: int | None = None, sample: int | None = None,
+                     sample_skip: int = 0) -> Corpus:  # fmt: skip
     """The public LongMemEval JSON (a list of questions, each with its own haystack) as a ``Corpus``: one user per
     question (``lme-<question_id>``), abstention for ids ending in ``_abs``, each question asked at the end of its
     day (``_lme_question_date``). Knowledge-update questions have no
-    ``current_session_id`` there (current-vs-superseded is not scored for them)."""
+    ``current_session_id`` there (current-vs-superseded is not scored for them). ``limit``: the file's first N
+    questions; ``sample``: N drawn by ``lme_draw`` (after ``sample_skip``), in the file's order."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))[:limit]
+    if sample is not None:
+        drawn = lme_draw([str(item["question_id"]) for item in data], sample, sample_skip)
+        data = [item for item in data if str(item["question_id"]) in drawn]
     users, questions = [], []
     for item in data:
         qid = str(item["question_id"])

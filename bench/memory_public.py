@@ -236,8 +236,12 @@ def categories(corpus: Corpus) -> tuple[str, ...]:
 
 
 def load_corpus(dataset: str, path: Path | None, *, limit: int | None = None, photos: bool = False, seed: int = 7,
-         users: int = 30, sessions: int = 40, shape: str = "short", roles: str = "user") -> Corpus:  # fmt: skip
-    """The corpus of ``--dataset``: generated (``synthetic``) or read from ``path``."""
+         users: int = 30, sessions: int = 40, shape: str = "short", roles: str = "user", sample: int | None = None,
+         sample_skip: int = 0) -> Corpus:  # fmt: skip
+    """The corpus of ``--dataset``: generated (``synthetic``) or read from ``path``; ``sample`` (LongMemEval only):
+    that many of its questions drawn by a fixed hash, after ``sample_skip`` (``bench.memory_corpus.lme_draw``)."""
+    if sample is not None and dataset != "longmemeval":
+        raise ValueError(f"--sample applies to --dataset longmemeval (one haystack per question), not {dataset}")
     if roles != "user" and dataset not in ("locomo", "realtalk"):
         raise ValueError(f"--roles {roles} applies to --dataset locomo or realtalk (conversations between two named "
                          f"people), not {dataset}")  # fmt: skip
@@ -248,7 +252,7 @@ def load_corpus(dataset: str, path: Path | None, *, limit: int | None = None, ph
     if dataset == "locomo":
         return from_locomo(path, limit, photos, roles)
     if dataset == "longmemeval":
-        return from_longmemeval(path, limit)
+        return from_longmemeval(path, limit, sample, sample_skip)
     if dataset == "realtalk":
         return from_realtalk(path, limit, roles)
     raise ValueError(f"unknown dataset {dataset!r}; choose {', '.join(DATASETS)}")

@@ -32,6 +32,7 @@ Decisions (beyond the seed):
 from __future__ import annotations
 
 import calendar
+import itertools
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
@@ -107,6 +108,17 @@ _SINCE_RE = re.compile(rf"\bsince ({_ATOM})")
 _BOUND_RE = re.compile(rf"\b(before|after|until|till|by) ({_ATOM})")
 _AS_OF_RE = re.compile(rf"\bas of ({_ATOM})")
 _EDGE_RE = re.compile(rf"\bat the (start|beginning|end) of ({_ATOM})")
+# A part of a period: "the last week of October 2023", "the first two weeks of May", "the second weekend of June",
+# "the first half of 2024", "the last 3 days of March".
+_PART_RE = re.compile(
+    rf"\bthe (first|second|third|fourth|last|final) (?:({_NUM}) )?(weeks?|weekends?|days?|half) of ({_ATOM})"
+)
+# A phase of a period, its first, middle or last third: "early 2023", "mid-August", "late May 2024", "in the
+# beginning of January", "towards the end of summer 2023" ("at the start/end of X" is a moment: ``_EDGE_RE``).
+_PHASE_RE = re.compile(
+    rf"\b(?:the (beginning|start|middle|end) of |(early|mid|late)[- ])((?:{_STRICT}|{_MON_FULL})(?![\w-]))"
+)
+_ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4}
 _ANCHOR_RE = re.compile(rf"\b(before|after|since) ({_ANCHOR})\b")
 
 _EVOLUTION = re.compile(
@@ -254,6 +266,48 @@ def _atom(s: str, now: datetime, tz: tzinfo) -> Period | None:
     return None
 
 
+def _part(p: Period, which: str, n: int, unit: str) -> Period | None:
+    """``_PART_RE``'s part of period ``p``: the ``which`` (first ... fourth, last) ``n`` weeks, weekends, days or
+    half of it, clipped to it; None when the part is not inside it."""
+    start, end = p
+    if unit == "half":
+        halves = _split(p, 2)
+        return halves[0] if which == "first" else halves[1] if which in ("second", "last", "final") else None
+    i = _ORDINAL.get(which)
+    if unit == "weekend":  # Saturday and Sunday; a period's last weekend may end after it
+        last_day = end - _DAY
+        first_sat = start + timedelta(days=(5 - start.weekday()) % 7)
+        last_sat = last_day - timedelta(days=(last_day.weekday() - 5) % 7)
+        sat = first_sat + timedelta(days=7 * (i - 1)) if i else last_sat - timedelta(days=7 * (n - 1))
+        return (sat, sat + timedelta(days=7 * (n - 1) + 2)) if start <= sat < end else None
+    size = timedelta(days=n * (7 if unit == "week" else 1))
+    first = start + timedelta(days=7 * (i - 1) if unit == "week" else i - 1) if i else end - size
+    clipped = (max(first, start), min(first + size, end))
+    return clipped if clipped[0] < clipped[1] else None
+
+
+def _split(p: Period, parts: int) -> list[Period]:
+    """Period ``p`` in ``parts`` consecutive parts: whole months when it is whole months that many divide (a year's
+    thirds are January-April, May-August, September-December), else whole days, rounded."""
+    start, end = p
+    months = (end.year - start.year) * 12 + end.month - start.month
+    if start.day == end.day == 1 and start.time() == end.time() and months % parts == 0:
+        cuts = [start, *(_shift_months(start, -(months // parts) * i) for i in range(1, parts)), end]
+    else:
+        days = (end - start).days
+        cuts = [start, *(start + timedelta(days=round(days * i / parts)) for i in range(1, parts)), end]
+    return list(itertools.pairwise(cuts))
+
+
+def _phase(p: Period, which: str) -> Period:
+    """A third of period ``p`` (``_split``; a period shorter than three days whole): its first for "beginning",
+    "start", "early", its middle for "middle", "mid", its last for "end", "late"."""
+    if (p[1] - p[0]).days < 3:
+        return p
+    first, middle, last = _split(p, 3)
+    return first if which in ("beginning", "start", "early") else middle if which in ("middle", "mid") else last
+
+
 @dataclass(frozen=True)
 class _Found:
     span: Span
@@ -277,6 +331,15 @@ def _find_span(q: str, now: datetime, tz: tzinfo) -> _Found | None:
         if p:
             edge = (p[0], p[0] + _DAY) if m[1] != "end" else (p[1] - _DAY, p[1])
             return _Found(edge, m[0], point=True)
+    if m := _PART_RE.search(q):
+        p = _atom(m[4], now, tz)
+        part = p and _part(p, m[1], _num(m[2]) if m[2] else 1, m[3].rstrip("s"))
+        if part:
+            return _Found(part, m[0])
+    if m := _PHASE_RE.search(q):
+        p = _atom(m[3], now, tz)
+        if p:
+            return _Found(_phase(p, m[1] or m[2]), m[0])
     if m := _AS_OF_RE.search(q):
         p = _atom(m[1], now, tz)
         if p:

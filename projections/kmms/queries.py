@@ -206,11 +206,10 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
     question = given if given and (given.query, given.as_of) == (sp.query, as_of) else read_question(sp.query, as_of)
     intent, text = question.intent, question.text
     current_query = intent.kind in ("CURRENT", "UNSPECIFIED")
-    start = intent.start_ms if intent.kind == "WINDOW" else None
+    windowed = intent.kind == "WINDOW" or (cfg.point_window and intent.kind == "POINT_IN_TIME")
+    start = intent.start_ms if windowed else None
     # A session can tell of the window's events up to a week after it ("last weekend I bought...").
-    bound = (
-        min(as_of, intent.end_ms + TOLD_LATER_MS) if intent.kind == "WINDOW" and intent.end_ms is not None else as_of
-    )
+    bound = min(as_of, intent.end_ms + TOLD_LATER_MS) if windowed and intent.end_ms is not None else as_of
     async with tenant_tx(pool, m.tenant) as conn:
         terms = await known_terms(conn, m, sp.query)
         # A question about the user's life: the voices' prior, and full text over what the user said.

@@ -131,3 +131,30 @@ def test_a_strong_round_outside_a_misread_window_ranks_before_the_windows_weak_r
                               changes={"window_weight": 0.0})  # fmt: skip
     sessions = [h.session_id for h in first.hits if h.layer == 4]
     assert sessions.index("s-0") == 25, sessions
+
+
+# A state in a past period (POINT_IN_TIME: "was I in", a state verb) ranks its rounds with the period's window as
+# a WINDOW question does (HIVEMEM_KMMS_POINT_WINDOW, on by default). "The last week of October 2026" is read as
+# October 25-31 (governance/kmms/temporal.py, a part of a period), not as the last week before the question.
+TRIPS = [("2026-09-12", "I was in Lisbon for a city break, what a lovely city to walk in.", "Lisbon is great on foot."),
+         ("2026-10-29", "Greetings from Tokyo! The conference starts tomorrow.", "Enjoy it!"),
+         ("2026-11-20", "I was back in Berlin, the city feels cold already.", "Wrap up warm.")]  # fmt: skip
+TRIPS_CLAW = f"trips-{uuid.uuid4().hex[:6]}"
+TRIPS_Q = "Which city was I in during the last week of October 2026?"
+
+
+@pytest.fixture(scope="module")
+def traveller(stack: Stack) -> MemoryClient:
+    return conversed(stack, TRIPS_CLAW, "aiko", TRIPS)
+
+
+def test_a_state_in_a_past_period_ranks_that_periods_rounds_first(stack: Stack, traveller: MemoryClient) -> None:
+    res = traveller.search(TRIPS_Q, k=3, as_of="2026-12-01T00:00:00Z")
+    assert res.temporal_intent == "POINT_IN_TIME"
+    sessions = [h.session_id for h in res.hits if h.layer == 4]
+    assert sessions[0] == "s-1", sessions  # Tokyo, told in the window, though it says neither "city" nor "was"
+    # Without the period's window (in process, on the same read model): the rounds that share the question's words
+    # come first, as they did before 2026-11-29.
+    off = search_in_process(stack, TRIPS_CLAW, "aiko", TRIPS_Q, 3, "2026-12-01T00:00:00Z",
+                            changes={"point_window": False})  # fmt: skip
+    assert next(h.session_id for h in off.hits if h.layer == 4) != "s-1"

@@ -113,6 +113,21 @@ WINDOWS: list[tuple[str, tuple[int | None, int | None]]] = [
     ("What was I doing last Friday?", _day("2026-04-10")),  # progressive of an activity: events
     ("Who stayed with me last weekend?", _span("2026-04-11", "2026-04-13")),  # a stay is a visit: an event
     ("Where we stayed in March, was it nice?", _span("2026-03-01", "2026-04-01")),
+    # A part of a period: its weeks from its first day (or back from its last), its weekends Saturday and Sunday
+    # (the last may end after it), its halves and thirds in whole months when whole months divide it.
+    ("What did I do in the last week of March?", _span("2026-03-25", "2026-04-01")),
+    ("What did I buy in the first two weeks of March 2025?", _span("2025-03-01", "2025-03-15")),
+    ("What did I read in the second week of February?", _span("2026-02-08", "2026-02-15")),
+    ("What did I do on the first weekend of March?", _span("2026-03-07", "2026-03-09")),  # March 1st: a Sunday
+    ("What did I do on the last weekend of January 2026?", _span("2026-01-31", "2026-02-02")),
+    ("What did I read in the last 3 days of March?", _span("2026-03-29", "2026-04-01")),
+    ("What did we ship in the first half of 2025?", _span("2025-01-01", "2025-07-01")),
+    ("What did I do in the second half of September 2025?", _span("2025-09-16", "2025-10-01")),
+    ("What did I cook in early March?", _span("2026-03-01", "2026-03-11")),
+    ("What did I cook in mid-March?", _span("2026-03-11", "2026-03-22")),
+    ("What did I cook in late March?", _span("2026-03-22", "2026-04-01")),
+    ("What happened towards the end of last summer?", _span("2025-08-01", "2025-09-01")),
+    ("What did I plan in the beginning of 2025?", _span("2025-01-01", "2025-05-01")),
 ]
 
 
@@ -133,6 +148,8 @@ POINTS: list[tuple[str, tuple[int | None, int | None]]] = [
     ("Where did I live at the start of 2025?", _day("2025-01-01")),
     ("Where did I live at the end of March?", _day("2026-03-31")),
     ("Who did I work for two years ago?", _span("2024-01-01", "2025-01-01")),
+    ("Where was I living in the last two weeks of August 2025?", _span("2025-08-18", "2025-09-01")),
+    ("What was I working on in the beginning of January 2026?", _span("2026-01-01", "2026-01-11")),
 ]
 
 
