@@ -31,12 +31,12 @@ Decisions (beyond the seed):
 
 from __future__ import annotations
 
-import calendar
-import itertools
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Literal
+
+from governance.kmms import period_parts as periods
 
 Kind = Literal["CURRENT", "EVOLUTION", "WINDOW", "POINT_IN_TIME", "UNSPECIFIED"]
 Period = tuple[datetime, datetime]  # internal: [start, end), end exclusive
@@ -118,7 +118,6 @@ _PART_RE = re.compile(
 _PHASE_RE = re.compile(
     rf"\b(?:the (beginning|start|middle|end) of |(early|mid|late)[- ])((?:{_STRICT}|{_MON_FULL})(?![\w-]))"
 )
-_ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4}
 _ANCHOR_RE = re.compile(rf"\b(before|after|since) ({_ANCHOR})\b")
 
 _EVOLUTION = re.compile(
@@ -177,11 +176,6 @@ def _week(d: date, tz: tzinfo) -> Period:
     monday = d - timedelta(days=d.weekday())
     start = datetime(monday.year, monday.month, monday.day, tzinfo=tz)
     return start, start + timedelta(days=7)
-
-
-def _shift_months(dt: datetime, n: int) -> datetime:
-    y, m0 = divmod(dt.year * 12 + dt.month - 1 - n, 12)
-    return dt.replace(year=y, month=m0 + 1, day=min(dt.day, calendar.monthrange(y, m0 + 1)[1]))
 
 
 def _num(s: str) -> int:
@@ -266,48 +260,6 @@ def _atom(s: str, now: datetime, tz: tzinfo) -> Period | None:
     return None
 
 
-def _part(p: Period, which: str, n: int, unit: str) -> Period | None:
-    """``_PART_RE``'s part of period ``p``: the ``which`` (first ... fourth, last) ``n`` weeks, weekends, days or
-    half of it, clipped to it; None when the part is not inside it."""
-    start, end = p
-    if unit == "half":
-        halves = _split(p, 2)
-        return halves[0] if which == "first" else halves[1] if which in ("second", "last", "final") else None
-    i = _ORDINAL.get(which)
-    if unit == "weekend":  # Saturday and Sunday; a period's last weekend may end after it
-        last_day = end - _DAY
-        first_sat = start + timedelta(days=(5 - start.weekday()) % 7)
-        last_sat = last_day - timedelta(days=(last_day.weekday() - 5) % 7)
-        sat = first_sat + timedelta(days=7 * (i - 1)) if i else last_sat - timedelta(days=7 * (n - 1))
-        return (sat, sat + timedelta(days=7 * (n - 1) + 2)) if start <= sat < end else None
-    size = timedelta(days=n * (7 if unit == "week" else 1))
-    first = start + timedelta(days=7 * (i - 1) if unit == "week" else i - 1) if i else end - size
-    clipped = (max(first, start), min(first + size, end))
-    return clipped if clipped[0] < clipped[1] else None
-
-
-def _split(p: Period, parts: int) -> list[Period]:
-    """Period ``p`` in ``parts`` consecutive parts: whole months when it is whole months that many divide (a year's
-    thirds are January-April, May-August, September-December), else whole days, rounded."""
-    start, end = p
-    months = (end.year - start.year) * 12 + end.month - start.month
-    if start.day == end.day == 1 and start.time() == end.time() and months % parts == 0:
-        cuts = [start, *(_shift_months(start, -(months // parts) * i) for i in range(1, parts)), end]
-    else:
-        days = (end - start).days
-        cuts = [start, *(start + timedelta(days=round(days * i / parts)) for i in range(1, parts)), end]
-    return list(itertools.pairwise(cuts))
-
-
-def _phase(p: Period, which: str) -> Period:
-    """A third of period ``p`` (``_split``; a period shorter than three days whole): its first for "beginning",
-    "start", "early", its middle for "middle", "mid", its last for "end", "late"."""
-    if (p[1] - p[0]).days < 3:
-        return p
-    first, middle, last = _split(p, 3)
-    return first if which in ("beginning", "start", "early") else middle if which in ("middle", "mid") else last
-
-
 @dataclass(frozen=True)
 class _Found:
     span: Span
@@ -333,13 +285,13 @@ def _find_span(q: str, now: datetime, tz: tzinfo) -> _Found | None:
             return _Found(edge, m[0], point=True)
     if m := _PART_RE.search(q):
         p = _atom(m[4], now, tz)
-        part = p and _part(p, m[1], _num(m[2]) if m[2] else 1, m[3].rstrip("s"))
+        part = p and periods.part(p, m[1], _num(m[2]) if m[2] else 1, m[3].rstrip("s"))
         if part:
             return _Found(part, m[0])
     if m := _PHASE_RE.search(q):
         p = _atom(m[3], now, tz)
         if p:
-            return _Found(_phase(p, m[1] or m[2]), m[0])
+            return _Found(periods.phase(p, m[1] or m[2]), m[0])
     if m := _AS_OF_RE.search(q):
         p = _atom(m[1], now, tz)
         if p:
@@ -362,7 +314,7 @@ def _find_span(q: str, now: datetime, tz: tzinfo) -> _Found | None:
         if unit in ("day", "week"):
             start = now - timedelta(days=n * (7 if unit == "week" else 1))
         else:
-            start = _shift_months(now, n * (12 if unit == "year" else 1))
+            start = periods.shift_months(now, n * (12 if unit == "year" else 1))
         return _Found((start, until_now), m[0])
     if m := _AGO_RE.search(q):
         n, unit = _num(m[1]), m[2].rstrip("s")
