@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.memory_corpus import CATEGORIES, SINGLES, UNKNOWN, Corpus, from_longmemeval, generate, parse_iso
+from bench.memory_public import load_corpus
 from governance.pii.regex_stage import redact
 
 ASSISTANT = "single-session-assistant"  # shape="long" only
@@ -205,6 +206,26 @@ def test_longmemeval_conversion(tmp_path: Path) -> None:
 
 
 # --- shape="long": LongMemEval-sized replies and the single-session-assistant questions ---------------------------
+
+
+def test_longmemeval_sample_is_a_fixed_hash_draw_and_skip_gives_a_disjoint_one(tmp_path: Path) -> None:
+    turns = [{"role": "user", "content": "I adopted a cat"}, {"role": "assistant", "content": "Nice!"}]
+    data = [{"question_id": f"q{i}", "question_type": "single-session-user", "question": "What pet did I adopt?",
+             "answer": "a cat", "question_date": "2023/05/30 (Tue) 23:40", "haystack_session_ids": ["a"],
+             "haystack_dates": ["2023/05/20 (Sat) 02:21"], "haystack_sessions": [turns], "answer_session_ids": ["a"]}
+            for i in range(20)]  # fmt: skip
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(data))
+    first = [q.question_id for q in from_longmemeval(path, sample=5).questions]
+    assert len(first) == 5 and first == [q.question_id for q in from_longmemeval(path, sample=5).questions]
+    assert first == sorted(first, key=lambda q: int(q[1:]))  # the file's order, not the hash's
+    assert first != [f"q{i}" for i in range(5)]  # a draw, not the file's first five
+    path.write_text(json.dumps(data[::-1]))  # the draw is by id: the file's order does not choose it
+    assert {q.question_id for q in from_longmemeval(path, sample=5).questions} == set(first)
+    second = {q.question_id for q in from_longmemeval(path, sample=5, sample_skip=5).questions}
+    assert len(second) == 5 and not second & set(first)
+    with pytest.raises(ValueError, match="--sample applies to --dataset longmemeval"):
+        load_corpus("locomo", path, sample=5)
 
 
 def test_long_shape_is_deterministic_and_the_short_default(long_corpus: Corpus, corpus: Corpus) -> None:
