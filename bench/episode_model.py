@@ -54,20 +54,20 @@ class Asked:
 @contextmanager
 def kept_rankings(into: list[tuple[Any, ...]], weights: EpisodeWeights) -> Iterator[None]:
     """The search's ``rank_by_episode`` run with ``weights``, its arguments appended to ``into``."""
-    from projections.kmms import search
+    from governance.kmms import ranking
 
-    shipped = search.rank_by_episode
+    shipped = ranking.rank_by_episode
 
     def keep(fused: Sequence[tuple[str, float]], similar: Sequence[tuple[str, float]],
              bm25: Sequence[tuple[str, float]], k: int) -> list[tuple[str, float]]:  # fmt: skip
         into.append((list(fused), list(similar), list(bm25), k))
         return episode_rank.rank_by_episode(fused, similar, bm25, k, weights)
 
-    search.rank_by_episode = keep  # type: ignore[assignment]
+    ranking.rank_by_episode = keep  # type: ignore[assignment]
     try:
         yield
     finally:
-        search.rank_by_episode = shipped
+        ranking.rank_by_episode = shipped
 
 
 async def ask_all(corpus: Corpus, weights: EpisodeWeights | None, tenant: str, console: Console,

@@ -35,11 +35,11 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from contracts.topics import TopicNames
 from governance.identity import HmacVerifier, TenantPolicy
+from governance.kmms.search_config import DEFAULT as DEFAULT_SEARCH
+from governance.kmms.search_config import SearchConfig
 from governance.kmms.voice import VoiceWeights
 from governance.signing import HmacSigner
 from governance.votes.voting import VotingConfig
-from projections.kmms.config import DEFAULT as DEFAULT_SEARCH
-from projections.kmms.config import SearchConfig
 
 APP_ROLE = "hivemem_app"
 
@@ -153,7 +153,7 @@ def _at_least_zero(name: str, raw: str) -> int:
 
 def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
     """The KMMS search's settings from ``env`` (docs/kmms.md, "Settings"); a variable unset takes
-    ``projections.kmms.config.DEFAULT``'s value. A value that is not a number is refused, naming its variable."""
+    ``governance.kmms.search_config.DEFAULT``'s value. A value that is not a number is refused, naming its variable."""
     d = DEFAULT_SEARCH
 
     def num(name: str, default: float) -> float:

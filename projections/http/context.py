@@ -20,10 +20,10 @@ from contracts.models import Envelope
 from contracts.positions import LogPosition, PositionError
 from contracts.topics import TopicNames
 from governance.identity import TenantPolicy
+from governance.kmms.search_config import DEFAULT, SearchConfig
 from projections.auth import Principal, verify_token
 from projections.http.errors import ApiError
 from projections.http.limits import MAX_TOKEN, Clean
-from projections.kmms.config import DEFAULT, SearchConfig
 from projections.queries import ConsistencyTimeout, ForeignToken, app_pool, unbind_tenant, wait_consistent
 from projections.vectors import hnsw_session
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from governance.kmms.drill import FactCandidate, evidence_order, facts_to_drill, merge_drilled
 from governance.kmms.fusion import RRF_K
-from projections.kmms.config import SearchConfig
+from governance.kmms.search_config import SearchConfig
 from projections.kmms.nodes import NodeRow
 from projections.kmms.search import Memory, UnitHit, unit_hit
 from projections.kmms.sql import UNIT_SIMILARITIES, Conn, vector_literal

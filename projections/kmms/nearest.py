@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from psycopg_pool import AsyncConnectionPool
 
-from projections.kmms.config import DEFAULT
+from governance.kmms.search_config import DEFAULT
 from projections.kmms.sql import UNIT_OF_SQL, VOICED, Conn
 from projections.queries import side_by_side
 

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from governance.kmms.fusion import rrf
-from projections.kmms.config import SearchConfig
+from governance.kmms.ranking import fusion_weights
+from governance.kmms.search_config import SearchConfig
 from projections.kmms.context import CITED
 from projections.kmms.search import (
     BM25_CANDIDATES,
     OR_TSQUERY,
     Memory,
     Mode,
-    fusion_weights,
     keep_stats,
     kept_stats,
 )

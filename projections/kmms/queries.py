@@ -26,16 +26,17 @@ from psycopg_pool import AsyncConnectionPool
 
 from contracts import kmms_views as views
 from governance.kmms.confidence import NodeSignals, score
+from governance.kmms.ranking import best_units
+from governance.kmms.search_config import DEFAULT, SearchConfig
 from governance.kmms.strength import is_forgotten, strength_at
 from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
 from governance.kmms.voice import addressee
-from projections.kmms.config import DEFAULT, SearchConfig
 from projections.kmms.context import cited_sessions
 from projections.kmms.drill import drill_facts
 from projections.kmms.nodes import NodeRow, node_candidates
 from projections.kmms.own_similarity import own_similarities
-from projections.kmms.rerank import best_units, first_stage, named_changes, newest_first, outdated_facts
+from projections.kmms.rerank import first_stage, named_changes, newest_first, outdated_facts
 from projections.kmms.search import Memory, Mode, UnitHit
 from projections.queries import side_by_side, tenant_tx
 from projections.verdicts import Refused, poll_verdict, row_or_refusal
@@ -197,7 +198,7 @@ def _hit_from_unit(u: UnitHit, now: int) -> MemoryHit:
 
 
 async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: SearchConfig = DEFAULT) -> SearchResult:
-    """``sp`` searched in memory ``m`` with the ranking's settings ``cfg`` (projections/kmms/config.py; the API
+    """``sp`` searched in memory ``m`` with the ranking's settings ``cfg`` (governance/kmms/search_config.py; the API
     passes the ones read at its start, ``ApiDeps.search``)."""
     started = time.perf_counter()
     now = int(time.time() * 1000)

@@ -1,7 +1,8 @@
-"""The first stage's hits, ordered for the question: a time window's first (``first_stage``, ``window_first``),
-each episode by its best unit, and for a question about the present (CURRENT) the rules of
-``governance.kmms.recency`` with what they need from the memory: its vectors' similarities (newest first, a
-fact a later hit may have changed) and the later rounds naming a fact's value (``named_changes``)."""
+"""The first stage's hits, ordered for the question: a time window's and all time's, searched side by side and
+put in one order (``first_stage``; the order's rules are ``governance.kmms.ranking``'s), and for a question about
+the present (CURRENT) the rules of ``governance.kmms.recency`` with what they need from the memory: its vectors'
+similarities (newest first, a fact a later hit may have changed) and the later rounds naming a fact's value
+(``named_changes``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.drill import FactCandidate, facts_to_drill
-from governance.kmms.fusion import rrf
+from governance.kmms.ranking import window_order
 from governance.kmms.recency import (
     FactEvidence,
     later_change,
@@ -21,7 +22,7 @@ from governance.kmms.recency import (
     newest_first_within_topics,
     topics_of,
 )
-from projections.kmms.config import DEFAULT, SearchConfig
+from governance.kmms.search_config import SearchConfig
 from projections.kmms.nearest import spare
 from projections.kmms.nodes import NodeRow
 from projections.kmms.search import (
@@ -35,7 +36,7 @@ from projections.kmms.search import (
 from projections.kmms.sql import UNIT_SIMILARITIES, vector_literal
 from projections.queries import side_by_side
 
-# The thresholds of the rules below are settings (projections/kmms/config.py; docs/kmms.md, "Retrieval"): two hits
+# The thresholds of the rules below are settings (governance/kmms/search_config.py; docs/kmms.md, "Retrieval"): two hits
 # this similar tell of the same thing (``same_topic``), a current fact and a later hit this similar (``fact_topic``),
 # the newest candidate's gain on a question about the present (``recency``), a window's margin (``window_margin``).
 
@@ -43,36 +44,6 @@ from projections.queries import side_by_side
 # facts looked at are those of at least ``SearchConfig.change_similarity`` to the question (> 1: off), at most
 # CHANGE_FACTS of them, and of each the CHANGE_CANDIDATES latest rounds naming its value are read.
 CHANGE_FACTS, CHANGE_CANDIDATES = 2, 10
-
-
-def window_first(window: list[UnitHit], rest: list[UnitHit],
-                 margin: float = DEFAULT.window_margin) -> list[UnitHit]:  # fmt: skip
-    """A time window's rounds first, then the rest of time's (a loose or misread date phrase must not cost the
-    evidence). A round of the rest whose voice-adjusted similarity beats the window's best by ``margin`` comes
-    before them: "What sport was I doing in June?" is answered by the April round that set it ("my main sport
-    is rowing"), not by June's small talk; of two rounds about as close ("we saw Hozier" in May and in
-    June), the window's keeps its place. ``margin`` > 1: off."""
-    seen = {u.unit_id for u in window}
-    rest = [u for u in rest if u.unit_id not in seen]
-    if not window or margin > 1:
-        return [*window, *rest]
-    bar = max(u.voiced for u in window) + margin
-    return [*(u for u in rest if u.voiced >= bar), *window, *(u for u in rest if u.voiced < bar)]
-
-
-def window_fused(window: list[UnitHit], rest: list[UnitHit], weight: float, k: int) -> list[UnitHit]:
-    """The window's ranking fused into all time's (``rest``, which holds the window's rounds too) as a reciprocal-rank
-    list of ``weight`` against all time's 1: a round of the window gains, one outside it keeps what all time's
-    ranking gives it. Each hit's ``fused`` becomes its score here."""
-    units = {u.unit_id: u for u in (*rest, *window)}
-    fused = rrf([[u.unit_id for u in rest], [u.unit_id for u in window]], k, [1.0, weight])
-    return [replace(units[i], fused=s) for i, s in fused]
-
-
-def _window_order(window: list[UnitHit], rest: list[UnitHit], cfg: SearchConfig) -> list[UnitHit]:
-    if cfg.window_weight > 0:
-        return window_fused(window, rest, cfg.window_weight, cfg.rrf_k)
-    return window_first(window, rest, cfg.window_margin)
 
 
 async def first_stage(conn: Any, pool: AsyncConnectionPool, m: Memory, vector: list[float] | None, model: str,
@@ -91,23 +62,8 @@ async def first_stage(conn: Any, pool: AsyncConnectionPool, m: Memory, vector: l
                                      cfg=cfg)  # fmt: skip
 
     if spare(pool):
-        return _window_order(*await side_by_side(conn, pool, m.tenant, window, rest_of_time), cfg)
-    return _window_order(await window, await rest_of_time(conn), cfg)
-
-
-def best_units(units: list[UnitHit], recency: float = 0.0) -> list[UnitHit]:
-    """Each episode's best unit, ranked (the episode's place is its best unit's)."""
-    best: dict[str, UnitHit] = {}
-    for u in units:  # already in fused order: the first unit of an episode is its best
-        best.setdefault(u.episode_id, u)
-    ranked = list(best.values())
-    if recency > 0 and len(ranked) > 1:
-        # A question about the present: of two episodes about as relevant, the later one tells the current
-        # state ("I don't go to The Daily Grind any more"); the newest candidate gains ``recency`` of its score.
-        lo, hi = min(u.occurred_at for u in ranked), max(u.occurred_at for u in ranked)
-        span = max(hi - lo, 1)
-        ranked.sort(key=lambda u: -u.fused * (1 + recency * (u.occurred_at - lo) / span))
-    return ranked
+        return window_order(*await side_by_side(conn, pool, m.tenant, window, rest_of_time), cfg)
+    return window_order(await window, await rest_of_time(conn), cfg)
 
 
 async def newest_first(conn: Any, m: Memory, model: str, ranked: list[UnitHit],

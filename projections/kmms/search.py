@@ -13,16 +13,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.bm25 import rare_terms
-from governance.kmms.episode_rank import rank_by_episode
 from governance.kmms.feedback import feedback_order
-from governance.kmms.fusion import rrf
+from governance.kmms.ranking import Fetched, Mode, fuse
+from governance.kmms.search_config import DEFAULT, SearchConfig
 from governance.kmms.units import first_of_each_episode
-from projections.kmms.config import DEFAULT, SearchConfig
 from projections.kmms.nearest import EXACT_WINDOW, IN_SPAN, nearest, spare, window_count, window_ranking
 from projections.kmms.sql import (
     FEEDBACK_MEAN,
@@ -37,9 +36,8 @@ from projections.kmms.sql import (
 )
 from projections.queries import side_by_side
 
-Mode = Literal["hybrid", "vector", "text"]
 # The first stage's fusion (docs/kmms.md, "Retrieval"): reciprocal rank with constant ``SearchConfig.rrf_k``, the
-# full-text ranking weighted ``SearchConfig.text_weight`` against the vectors' 1 (projections/kmms/config.py).
+# full-text ranking weighted ``SearchConfig.text_weight`` against the vectors' 1 (governance/kmms/search_config.py).
 # Pseudo-relevance feedback (governance/kmms/feedback.py; docs/kmms.md, "Retrieval"): the candidates ranked again by
 # the question moved toward its FEEDBACK_TOP best (``SearchConfig.feedback_beta``; 0: off), that ranking fused with
 # weight FEEDBACK_WEIGHT.
@@ -70,76 +68,22 @@ class UnitHit:
     voiced: float = 0.0  # its best vector's similarity less its voice's adjustment: what ranked it
 
 
-def fusion_weights(rankings: list[list[str]], mode: Mode, text_weight: float) -> list[float] | None:
-    """RRF weights: hybrid with both rankings gives the full-text one ``text_weight``."""
-    return [1.0, text_weight] if mode == "hybrid" and len(rankings) == 2 else None
-
-
 async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
                           bound: int, start: int | None, n: int, pool: AsyncConnectionPool | None = None,
                           voices: dict[str, float] | None = None, said: bool = False, *,
                           cfg: SearchConfig, best_only: bool = False) -> list[UnitHit]:  # fmt: skip
-    """The ``n`` best units by the fused ranking, within [start, bound] of event time. Given the ``pool``,
-    a large time window's exact ranking may use a second connection of it (``nearest.window_ranking``). The vector
-    ranking adds ``voices`` (``VoiceWeights.adjustments`` of the question) to each vector's distance; with
-    ``said``, full text ranks the words the memory's owner said only. ``cfg``: the search's settings. With
-    ``best_only``, of the ``n`` only each episode's first is read and returned (the caller ranks episodes by
-    their best unit, and no rule reorders the units before that): a LongMemEval-S search read 220 rounds' text
-    for the 40-odd it could show."""
-    lo = start if start is not None else -(2**62)
-    v = voices or {}
-    p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
-                         "bound": bound, "start": lo, "th": m.thread_id, "v_asked": v.get("asked", 0.0),
-                         "v_told": v.get("told", 0.0), "v_reply": v.get("reply", 0.0)}  # fmt: skip
-    where = IN_SPAN
-    rankings: list[list[str]] = []
-    wants_text = mode in ("hybrid", "text") and bool(text.strip())
-    if wants_text or (vector is not None and mode in ("hybrid", "vector")):
-        p["stats"] = await _corpus_stats(conn, p)  # read once: both rankings need them
-    by_text: list[tuple[str, float]] | None = None  # full text (unit, BM25), when it ran beside the nearest vectors
-    known: dict[str, float] = {}  # unit -> its similarity, read off an exact scan
-    best: dict[str, float] = {}  # unit -> its best (voice-adjusted) distance: its first row's
-    if vector is not None and mode in ("hybrid", "vector"):
-        p["q"] = vector_literal(vector)
-        window = await window_count(conn, where, p) if start is not None else None
-        units = p["stats"][0]
-        small = units < EXACT_STATS_BELOW
-        exact_scan = (window is not None and window <= EXACT_WINDOW) or small
-        if window is not None and window <= EXACT_WINDOW:
-            # A window of few units: each unit's exact best distance (its own vector or a sentence's). The HNSW
-            # scan below would walk the whole memory's nearest vectors to find the window's (250-340 ms for the
-            # 7,000-12,000 units of a weekend at 100,000 episodes; this: 60-100 ms, 12-44 ms since migration 34).
-            near = await window_ranking(conn, pool, m.tenant, where, p, window, cfg.split_window)
-        elif wants_text and pool is not None and spare(pool):
-            # Full text on a connection of its own, side by side with the nearest vectors (one core each).
-            side = dict(p)
-            near, by_text = await side_by_side(conn, pool, m.tenant,
-                                               nearest(conn, where, p, 3 * n, units, small, window),
-                                               lambda c: _bm25_units(c, side, prune=True, said=said,
-                                                                     common_share=cfg.common_share,
-                                                                     neighbours=cfg.text_neighbours))  # fmt: skip
-        else:
-            near = await nearest(conn, where, p, 3 * n, units, small, window)
-        for u, d in near:
-            best.setdefault(u, d)
-        rankings.append(list(best)[:n])
-        if not any(v.values()) and exact_scan:
-            # No voice adjusts a distance, and each distance is exact: they are the units' similarities, which
-            # the read below then need not compute again (~30 us a unit: most of a small memory's read).
-            known = {u: 1.0 - d for u, d in best.items()}
-    if wants_text:
-        if by_text is None:
-            by_text = await _bm25_units(
-                conn, p, prune=bool(rankings), said=said, common_share=cfg.common_share, neighbours=cfg.text_neighbours
-            )
-        rankings.append([u for u, _ in by_text])
-    fused = rrf(rankings, k=cfg.rrf_k, weights=fusion_weights(rankings, mode, cfg.text_weight))
-    if cfg.episode_model and len(rankings) == 2 and by_text is not None:
-        # Episodes by the learned model over both rankings (governance/kmms/episode_rank.py), before the cut to n.
-        fused = rank_by_episode(fused, [(u, 1.0 - d) for u, d in best.items()], by_text, cfg.rrf_k)
-    fused = fused[:n]
+    """The ``n`` best units by the fused ranking (``governance.kmms.ranking.fuse`` over what ``fetch`` read),
+    within [start, bound] of event time, with their text and similarity. ``cfg``: the search's settings. With
+    ``best_only``, of the ``n`` only each episode's first is read and returned (the caller ranks episodes by their
+    best unit, and no rule reorders the units before that): a LongMemEval-S search read 220 rounds' text for the
+    40-odd it could show."""
+    p, fetched = await fetch(conn, m, vector, model, text, mode, bound, start, n, pool, voices, said, cfg=cfg)
+    fused = fuse(fetched, mode, n, cfg)
     if not fused:
         return []
+    # No voice adjusts a distance and each distance is exact: they are the units' similarities, which the read
+    # below then need not compute again (~30 us a unit: most of a small memory's read).
+    known = {u: 1.0 - d for u, d in fetched.best_distances().items()} if p.pop("exact", False) else {}
     p["ids"] = [u for u, _ in fused]
     sims, fb = UNIT_SIMILARITIES if "q" in p else "NULL::float8[]", ""
     if "q" in p and cfg.feedback_beta > 0 and len(fused) > 2:  # the moved question's similarities, in the same read
@@ -161,6 +105,56 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     if fb:
         fused = feedback_order(fused, {u: _third(r[7]) for u, r in rows.items()}, FEEDBACK_WEIGHT)
     return [unit_hit(rows[u], score, known.get(u)) for u, score in fused if u in rows]
+
+
+async def fetch(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode, bound: int,
+                start: int | None, n: int, pool: AsyncConnectionPool | None = None,
+                voices: dict[str, float] | None = None, said: bool = False, *,
+                cfg: SearchConfig) -> tuple[dict[str, Any], Fetched]:  # fmt: skip
+    """What SQL returns for the first stage of one span of time, [start, bound] of event time: the units nearest
+    ``vector`` (one row per vector; its distance adjusted by ``voices``, ``VoiceWeights.adjustments`` of the
+    question) and full text's units by BM25 (with ``said``, over the words the memory's owner said only); and the
+    statement parameters the read of the ranked units reuses (``exact``: the distances are the units' plain
+    similarities). Given the ``pool``, a large time window's exact ranking may use a second connection of it
+    (``nearest.window_ranking``), and full text runs beside the nearest vectors on one."""
+    lo = start if start is not None else -(2**62)
+    v = voices or {}
+    p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
+                         "bound": bound, "start": lo, "th": m.thread_id, "v_asked": v.get("asked", 0.0),
+                         "v_told": v.get("told", 0.0), "v_reply": v.get("reply", 0.0)}  # fmt: skip
+    where = IN_SPAN
+    wants_text = mode in ("hybrid", "text") and bool(text.strip())
+    wants_vector = vector is not None and mode in ("hybrid", "vector")
+    if wants_text or wants_vector:
+        p["stats"] = await _corpus_stats(conn, p)  # read once: both rankings need them
+    by_text: list[tuple[str, float]] | None = None  # full text (unit, BM25), when it ran beside the nearest vectors
+    near: list[tuple[str, float]] | None = None
+    if wants_vector and vector is not None:
+        p["q"] = vector_literal(vector)
+        window = await window_count(conn, where, p) if start is not None else None
+        units = p["stats"][0]
+        small = units < EXACT_STATS_BELOW
+        in_window = window is not None and window <= EXACT_WINDOW
+        if in_window:
+            # A window of few units: each unit's exact best distance (its own vector or a sentence's). The HNSW
+            # scan below would walk the whole memory's nearest vectors to find the window's (250-340 ms for the
+            # 7,000-12,000 units of a weekend at 100,000 episodes; this: 60-100 ms, 12-44 ms since migration 34).
+            near = await window_ranking(conn, pool, m.tenant, where, p, window or 0, cfg.split_window)
+        elif wants_text and pool is not None and spare(pool):
+            # Full text on a connection of its own, side by side with the nearest vectors (one core each).
+            side = dict(p)
+            near, by_text = await side_by_side(conn, pool, m.tenant,
+                                               nearest(conn, where, p, 3 * n, units, small, window),
+                                               lambda c: _bm25_units(c, side, prune=True, said=said,
+                                                                     common_share=cfg.common_share,
+                                                                     neighbours=cfg.text_neighbours))  # fmt: skip
+        else:
+            near = await nearest(conn, where, p, 3 * n, units, small, window)
+        p["exact"] = not any(v.values()) and (in_window or small)
+    if wants_text and by_text is None:
+        by_text = await _bm25_units(conn, p, prune=near is not None, said=said, common_share=cfg.common_share,
+                                    neighbours=cfg.text_neighbours)  # fmt: skip
+    return p, Fetched(near, by_text)
 
 
 def unit_hit(r: Sequence[object], fused: float, similarity: float | None = None) -> UnitHit:

@@ -12,12 +12,12 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
+from governance.kmms.search_config import SearchConfig
 from governance.kmms.voice import VoiceWeights
 from hivemem.settings import search_config_from_env
 from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient, SearchResult
 from projections.auth import mint_token
-from projections.kmms.config import SearchConfig
 from projections.queries import app_pool as open_app_pool
 from tests.conftest import wait_until
 
@@ -100,8 +100,8 @@ async def unit_vectors(conn: Any, claw: str, n: int) -> tuple[str, list[list[flo
 
 
 # The ranking rules that public data did not support are off by default (docs/kmms.md, "How the ranking was chosen"):
-# each is a setting (projections/kmms/config.py: SearchConfig's fields, here). A test of one searches in process with
-# the setting on, on the stack's read model (``with_rules``).
+# each is a setting (governance/kmms/search_config.py: SearchConfig's fields, here). A test of one searches in process
+# with the setting on, on the stack's read model (``with_rules``).
 RULES_ON: dict[str, dict[str, Any]] = {
     "feedback": {"feedback_beta": 0.5},
     "voices": {"voice": VoiceWeights(asked=0.10, told=0.10, reply=0.20), "said_text": True},

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from governance.kmms.bm25 import bm25
+from governance.kmms.search_config import DEFAULT
 from hivemem.stack import Stack
 from projections.kmms import search
-from projections.kmms.config import DEFAULT
 from projections.kmms.nodes import node_candidates
 from projections.kmms.search import Memory
 from projections.kmms.sql import QUERY_TERMS, bm25_ranking, query_terms_of

@@ -4,7 +4,7 @@ joins all time's as a reciprocal-rank list of weight 2 (``HIVEMEM_KMMS_WINDOW_WE
 window_fused): a window of four rounds all rank before the best round outside it. With the window first
 (``HIVEMEM_KMMS_WINDOW_WEIGHT=0``) and its margin on (``HIVEMEM_KMMS_WINDOW_MARGIN`` 0.15, as written; off by default
 since 2026-11-28, docs/kmms.md "How the ranking was chosen"), the April round that set the state is clearly closer to
-the question than June's small talk, so it comes before them (projections.kmms.rerank.window_first)."""
+the question than June's small talk, so it comes before them (governance.kmms.ranking.window_first)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """A time window's rounds and the rest of time's: fused, the window's ranking a reciprocal-rank list of its own
-(projections.kmms.rerank.window_fused, the default); or the window first, unless a round outside it is clearly closer
+(governance.kmms.ranking.window_fused, the default); or the window first, unless a round outside it is clearly closer
 to the question than anything in it (window_first, ``HIVEMEM_KMMS_WINDOW_WEIGHT=0``)."""
 
 from __future__ import annotations
 
-from projections.kmms.rerank import window_first, window_fused
+from governance.kmms.ranking import window_first, window_fused
 from projections.kmms.search import UnitHit
 
 

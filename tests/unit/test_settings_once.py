@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from governance.kmms.search_config import DEFAULT, SearchConfig
 from governance.kmms.voice import VoiceWeights
 from hivemem.settings import search_config_from_env
 from projections.kmms import queries
-from projections.kmms.config import DEFAULT, SearchConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("contracts", "governance", "inference", "producers", "streams", "processors", "projections", "deploy")

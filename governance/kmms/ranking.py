@@ -1,0 +1,139 @@
+"""The search's first-stage ranking, pure: what SQL fetched for a question in, the order of its units out.
+
+SQL (``projections.kmms.search``, ``projections.kmms.nearest``) fetches each span of time's candidates: the nearest
+vectors, one (unit, voice-adjusted distance) row per vector, and full text's units with their BM25 scores
+(``Fetched``). The rules here order them, driven by one ``SearchConfig``:
+
+1. ``fuse``: a span's two rankings fused by reciprocal rank (k = ``rrf_k``, full text weighted ``text_weight``
+   against the vectors' 1; ``fusion_weights``), then its episodes ranked by the learned score of
+   ``governance.kmms.episode_rank`` (``episode_model``; hybrid searches), cut to the ``n`` best units.
+2. ``window_order``: a question with a time window has two spans, the window's and all time's; the window's units
+   join all time's as a reciprocal-rank list of ``window_weight`` (``window_fused``), or, with ``window_weight`` 0,
+   come first unless a unit outside it is clearly closer to the question (``window_first``, ``window_margin``).
+3. ``best_units``: each episode by its best unit, the order the hits are shown in (``recency``: on a question
+   about the present, the newer of two about as relevant first).
+
+The units the rules order are the caller's (``projections.kmms.search.UnitHit``, read after step 1): anything with a
+unit and episode id, a fused score, a voice-adjusted similarity and an event time (``Ranked``). Same input, same
+order: ties are broken by unit id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
+
+from governance.kmms.episode_rank import rank_by_episode
+from governance.kmms.fusion import rrf
+from governance.kmms.search_config import DEFAULT, SearchConfig
+
+Mode = Literal["hybrid", "vector", "text"]
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """One span of time's candidates as SQL returned them. ``nearest``: one (unit, voice-adjusted cosine distance)
+    row per vector, nearest first, so a unit's first row is its best (its own vector's or a sentence's); ``text``:
+    (unit, BM25 score), best first. None: that ranking did not run (the mode, or no question vector or words)."""
+
+    nearest: Sequence[tuple[str, float]] | None
+    text: Sequence[tuple[str, float]] | None
+
+    def best_distances(self) -> dict[str, float]:
+        """Each unit's best (first) distance, nearest first."""
+        best: dict[str, float] = {}
+        for unit, d in self.nearest or ():
+            best.setdefault(unit, d)
+        return best
+
+
+def fusion_weights(rankings: Sequence[Sequence[str]], mode: Mode, text_weight: float) -> list[float] | None:
+    """RRF weights: hybrid with both rankings gives the full-text one ``text_weight`` (the vectors' 1)."""
+    return [1.0, text_weight] if mode == "hybrid" and len(rankings) == 2 else None
+
+
+def fuse(fetched: Fetched, mode: Mode, n: int, cfg: SearchConfig = DEFAULT) -> list[tuple[str, float]]:
+    """A span's ``n`` best units with their scores, best first: the vectors' ranking (each unit by its best vector,
+    its ``n`` nearest) and full text's fused by reciprocal rank, then, with both and ``cfg.episode_model``, each
+    episode scored by its probability of being evidence (``rank_by_episode``)."""
+    best = fetched.best_distances()
+    rankings: list[list[str]] = []
+    if fetched.nearest is not None:
+        rankings.append(list(best)[:n])
+    if fetched.text is not None:
+        rankings.append([u for u, _ in fetched.text])
+    fused = rrf(rankings, k=cfg.rrf_k, weights=fusion_weights(rankings, mode, cfg.text_weight))
+    if cfg.episode_model and len(rankings) == 2 and fetched.text is not None:
+        fused = rank_by_episode(fused, [(u, 1.0 - d) for u, d in best.items()], fetched.text, cfg.rrf_k)
+    return fused[:n]
+
+
+class Ranked(Protocol):
+    """A unit the rules order (a frozen dataclass: ``window_fused`` gives it its new score)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def unit_id(self) -> str: ...
+
+    @property
+    def episode_id(self) -> str: ...
+
+    @property
+    def fused(self) -> float: ...
+
+    @property
+    def voiced(self) -> float: ...
+
+    @property
+    def occurred_at(self) -> int: ...
+
+
+R = TypeVar("R", bound=Ranked)
+
+
+def window_first(window: list[R], rest: list[R], margin: float = DEFAULT.window_margin) -> list[R]:
+    """A time window's units first, then the rest of time's (a loose or misread date phrase must not cost the
+    evidence). A unit of the rest whose voice-adjusted similarity beats the window's best by ``margin`` comes
+    before them: "What sport was I doing in June?" is answered by the April round that set it ("my main sport
+    is rowing"), not by June's small talk; of two rounds about as close ("we saw Hozier" in May and in
+    June), the window's keeps its place. ``margin`` > 1: off."""
+    seen = {u.unit_id for u in window}
+    rest = [u for u in rest if u.unit_id not in seen]
+    if not window or margin > 1:
+        return [*window, *rest]
+    bar = max(u.voiced for u in window) + margin
+    return [*(u for u in rest if u.voiced >= bar), *window, *(u for u in rest if u.voiced < bar)]
+
+
+def window_fused(window: list[R], rest: list[R], weight: float, k: int) -> list[R]:
+    """The window's ranking fused into all time's (``rest``, which holds the window's units too) as a
+    reciprocal-rank list of ``weight`` against all time's 1: a unit of the window gains, one outside it keeps what
+    all time's ranking gives it. Each unit's ``fused`` becomes its score here."""
+    units = {u.unit_id: u for u in (*rest, *window)}
+    fused = rrf([[u.unit_id for u in rest], [u.unit_id for u in window]], k, [1.0, weight])
+    return [replace(units[i], fused=s) for i, s in fused]
+
+
+def window_order(window: list[R], rest: list[R], cfg: SearchConfig = DEFAULT) -> list[R]:
+    """A question's time window and all time, in one order (module docstring, step 2)."""
+    if cfg.window_weight > 0:
+        return window_fused(window, rest, cfg.window_weight, cfg.rrf_k)
+    return window_first(window, rest, cfg.window_margin)
+
+
+def best_units(units: list[R], recency: float = 0.0) -> list[R]:
+    """Each episode's best unit, ranked (the episode's place is its best unit's; ``units`` in fused order, so an
+    episode's first is its best)."""
+    best: dict[str, R] = {}
+    for u in units:
+        best.setdefault(u.episode_id, u)
+    ranked = list(best.values())
+    if recency > 0 and len(ranked) > 1:
+        # A question about the present: of two episodes about as relevant, the later one tells the current
+        # state ("I don't go to The Daily Grind any more"); the newest candidate gains ``recency`` of its score.
+        lo, hi = min(u.occurred_at for u in ranked), max(u.occurred_at for u in ranked)
+        span = max(hi - lo, 1)
+        ranked.sort(key=lambda u: -u.fused * (1 + recency * (u.occurred_at - lo) / span))
+    return ranked
