@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from governance.kmms.episode_rank import rank_by_episode
@@ -35,13 +36,16 @@ Mode = Literal["hybrid", "vector", "text"]
 class Fetched:
     """One span of time's candidates as SQL returned them. ``nearest``: one (unit, voice-adjusted cosine distance)
     row per vector, nearest first, so a unit's first row is its best (its own vector's or a sentence's); ``text``:
-    (unit, BM25 score), best first. None: that ranking did not run (the mode, or no question vector or words)."""
+    (unit, BM25 score), best first. None: that ranking did not run (the mode, or no question vector or words).
+    ``exact``: the distances are exact and no voice adjusts them, so they are the units' plain similarities."""
 
     nearest: Sequence[tuple[str, float]] | None
     text: Sequence[tuple[str, float]] | None
+    exact: bool = False
 
+    @cached_property
     def best_distances(self) -> dict[str, float]:
-        """Each unit's best (first) distance, nearest first."""
+        """Each unit's best (first) distance, nearest first (read once: the fusion and the caller both need it)."""
         best: dict[str, float] = {}
         for unit, d in self.nearest or ():
             best.setdefault(unit, d)
@@ -57,7 +61,7 @@ def fuse(fetched: Fetched, mode: Mode, n: int, cfg: SearchConfig = DEFAULT) -> l
     """A span's ``n`` best units with their scores, best first: the vectors' ranking (each unit by its best vector,
     its ``n`` nearest) and full text's fused by reciprocal rank, then, with both and ``cfg.episode_model``, each
     episode scored by its probability of being evidence (``rank_by_episode``)."""
-    best = fetched.best_distances()
+    best = fetched.best_distances
     rankings: list[list[str]] = []
     if fetched.nearest is not None:
         rankings.append(list(best)[:n])

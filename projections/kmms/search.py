@@ -83,7 +83,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
         return []
     # No voice adjusts a distance and each distance is exact: they are the units' similarities, which the read
     # below then need not compute again (~30 us a unit: most of a small memory's read).
-    known = {u: 1.0 - d for u, d in fetched.best_distances().items()} if p.pop("exact", False) else {}
+    known = {u: 1.0 - d for u, d in fetched.best_distances.items()} if fetched.exact else {}
     p["ids"] = [u for u, _ in fused]
     sims, fb = UNIT_SIMILARITIES if "q" in p else "NULL::float8[]", ""
     if "q" in p and cfg.feedback_beta > 0 and len(fused) > 2:  # the moved question's similarities, in the same read
@@ -114,9 +114,9 @@ async def fetch(conn: Conn, m: Memory, vector: list[float] | None, model: str, t
     """What SQL returns for the first stage of one span of time, [start, bound] of event time: the units nearest
     ``vector`` (one row per vector; its distance adjusted by ``voices``, ``VoiceWeights.adjustments`` of the
     question) and full text's units by BM25 (with ``said``, over the words the memory's owner said only); and the
-    statement parameters the read of the ranked units reuses (``exact``: the distances are the units' plain
-    similarities). Given the ``pool``, a large time window's exact ranking may use a second connection of it
-    (``nearest.window_ranking``), and full text runs beside the nearest vectors on one."""
+    statement parameters the read of the ranked units reuses. Given the ``pool``, a large time window's exact
+    ranking may use a second connection of it (``nearest.window_ranking``), and full text runs beside the nearest
+    vectors on one."""
     lo = start if start is not None else -(2**62)
     v = voices or {}
     p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
@@ -129,17 +129,17 @@ async def fetch(conn: Conn, m: Memory, vector: list[float] | None, model: str, t
         p["stats"] = await _corpus_stats(conn, p)  # read once: both rankings need them
     by_text: list[tuple[str, float]] | None = None  # full text (unit, BM25), when it ran beside the nearest vectors
     near: list[tuple[str, float]] | None = None
+    exact = False
     if wants_vector and vector is not None:
         p["q"] = vector_literal(vector)
         window = await window_count(conn, where, p) if start is not None else None
         units = p["stats"][0]
         small = units < EXACT_STATS_BELOW
-        in_window = window is not None and window <= EXACT_WINDOW
-        if in_window:
+        if window is not None and window <= EXACT_WINDOW:
             # A window of few units: each unit's exact best distance (its own vector or a sentence's). The HNSW
             # scan below would walk the whole memory's nearest vectors to find the window's (250-340 ms for the
             # 7,000-12,000 units of a weekend at 100,000 episodes; this: 60-100 ms, 12-44 ms since migration 34).
-            near = await window_ranking(conn, pool, m.tenant, where, p, window or 0, cfg.split_window)
+            near = await window_ranking(conn, pool, m.tenant, where, p, window, cfg.split_window)
         elif wants_text and pool is not None and spare(pool):
             # Full text on a connection of its own, side by side with the nearest vectors (one core each).
             side = dict(p)
@@ -150,11 +150,11 @@ async def fetch(conn: Conn, m: Memory, vector: list[float] | None, model: str, t
                                                                      neighbours=cfg.text_neighbours))  # fmt: skip
         else:
             near = await nearest(conn, where, p, 3 * n, units, small, window)
-        p["exact"] = not any(v.values()) and (in_window or small)
+        exact = not any(v.values()) and (small or (window is not None and window <= EXACT_WINDOW))
     if wants_text and by_text is None:
         by_text = await _bm25_units(conn, p, prune=near is not None, said=said, common_share=cfg.common_share,
                                     neighbours=cfg.text_neighbours)  # fmt: skip
-    return p, Fetched(near, by_text)
+    return p, Fetched(near, by_text, exact)
 
 
 def unit_hit(r: Sequence[object], fused: float, similarity: float | None = None) -> UnitHit:

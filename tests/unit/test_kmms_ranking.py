@@ -18,7 +18,7 @@ TEXT = [("c#0", 9.0), ("e#0", 7.0), ("a#0", 3.0)]
 
 
 def test_each_unit_counts_once_at_its_best_vector() -> None:
-    assert Fetched(NEAREST, None).best_distances() == {"a#0": 0.20, "b#1": 0.25, "c#0": 0.40, "d#2": 0.50}
+    assert Fetched(NEAREST, None).best_distances == {"a#0": 0.20, "b#1": 0.25, "c#0": 0.40, "d#2": 0.50}
     assert [u for u, _ in fuse(Fetched(NEAREST, None), "vector", 10, OFF)] == ["a#0", "b#1", "c#0", "d#2"]
 
 
