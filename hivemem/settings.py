@@ -203,6 +203,7 @@ def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
         window_margin=num("HIVEMEM_KMMS_WINDOW_MARGIN", d.window_margin),
         window_weight=num("HIVEMEM_KMMS_WINDOW_WEIGHT", d.window_weight),
         point_window=flag("HIVEMEM_KMMS_POINT_WINDOW", d.point_window),
+        text_dates=flag("HIVEMEM_KMMS_TEXT_DATES", d.text_dates),
         drill_similarity=num("HIVEMEM_KMMS_DRILL", d.drill_similarity),
         drill_weight=num("HIVEMEM_KMMS_DRILL_WEIGHT", d.drill_weight),
         tau=num("HIVEMEM_KMMS_TAU", d.tau),

@@ -67,6 +67,12 @@ class SearchConfig:
     # only chooses the facts valid in it). On since 2026-11-29: LoCoMo's 37 such questions 0.685 -> 0.847 at
     # session recall@5 (chosen there), REALTALK's 10 0.75 -> 0.85 (@10 0.90 -> 1.00; docs/kmms.md).
     point_window: bool = True
+    # Full text reads the whole question, its date phrases and present-tense markers too ("last weekend", "one year
+    # ago", "now"); the vectors read it without them (HIVEMEM_KMMS_TEXT_DATES; 0: off, full text reads it as the
+    # vectors do). On since 2026-12-02: a round that tells of a period often names it as the question does ("I
+    # volunteered at a career fair last weekend"). LoCoMo (chosen on) 0.879 -> 0.884 at session recall@5, REALTALK
+    # 0.822 -> 0.827; LongMemEval-S's two draws of 100: one question of 187 lower (docs/kmms.md).
+    text_dates: bool = True
     # A fact drills to its episodes when at least this similar to the question (HIVEMEM_KMMS_DRILL; > 1: off), its
     # episodes fused as a reciprocal-rank list of this weight (HIVEMEM_KMMS_DRILL_WEIGHT; the vectors': 1.0).
     drill_similarity: float = 2.0

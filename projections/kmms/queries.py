@@ -81,8 +81,8 @@ _PRONOUN = re.compile(r"\b(?:i|we|you|he|she|they|me|my|our)\b")
 
 @dataclass(frozen=True)
 class Question:
-    """A question as read once at ``as_of``: its temporal intent, and the text searched and embedded
-    (``content_query``)."""
+    """A question as read once at ``as_of``: its temporal intent, and the text embedded (``content_query``; full
+    text reads ``query`` whole unless ``SearchConfig.text_dates`` is off)."""
 
     query: str
     as_of: int
@@ -98,8 +98,8 @@ def read_question(query: str, as_of: int) -> Question:
 
 def content_query(query: str, as_of: int) -> str:
     """The question without its date phrases ("in March", "last weekend", "now"): they say when to
-    look, not what, and only dilute its vector and its lexemes. Verb cues ("stayed", "did I live") stay:
-    "Who stayed with me last weekend?" must not be searched as "Who with me?"."""
+    look, not what, and only dilute its vector (full text reads them: ``SearchConfig.text_dates``). Verb cues
+    ("stayed", "did I live") stay: "Who stayed with me last weekend?" must not be embedded as "Who with me?"."""
     return read_question(query, as_of).text
 
 
@@ -205,7 +205,9 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
     as_of = sp.as_of if sp.as_of is not None else now
     given = sp.question
     question = given if given and (given.query, given.as_of) == (sp.query, as_of) else read_question(sp.query, as_of)
-    intent, text = question.intent, question.text
+    intent = question.intent
+    # Full text reads the whole question (``cfg.text_dates``) or, as the vectors do, the question without its dates.
+    text = sp.query if cfg.text_dates else question.text
     current_query = intent.kind in ("CURRENT", "UNSPECIFIED")
     windowed = intent.kind == "WINDOW" or (cfg.point_window and intent.kind == "POINT_IN_TIME")
     start = intent.start_ms if windowed else None

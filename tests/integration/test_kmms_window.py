@@ -158,3 +158,31 @@ def test_a_state_in_a_past_period_ranks_that_periods_rounds_first(stack: Stack, 
     off = search_in_process(stack, TRIPS_CLAW, "aiko", TRIPS_Q, 3, "2026-12-01T00:00:00Z",
                             changes={"point_window": False})  # fmt: skip
     assert next(h.session_id for h in off.hits if h.layer == 4) != "s-1"
+
+
+# Full text reads the question whole, its date phrase too (HIVEMEM_KMMS_TEXT_DATES, on by default): a round that
+# tells of the period names it as the question does. "What did I do last weekend?" without its date is "What did I
+# do?", all stop words for full text and, for the vectors, closest to the rounds that ask what they did.
+WEEKEND = [("2026-03-16", "Last weekend I volunteered at a career fair at the local school.", "How generous of you."),
+           ("2026-03-14", "What did I do wrong with my sourdough starter?", "It needs feeding every day."),
+           ("2026-03-15", "What did I do with my keys? I can't find them.", "Check your coat pockets."),
+           ("2026-03-15", "What did I do to deserve this cold, I feel awful.", "Rest and drink water.")]  # fmt: skip
+WEEKEND_CLAW = f"weekend-{uuid.uuid4().hex[:6]}"
+WEEKEND_Q = "What did I do last weekend?"
+
+
+@pytest.fixture(scope="module")
+def volunteer(stack: Stack) -> MemoryClient:
+    return conversed(stack, WEEKEND_CLAW, "sam", WEEKEND)
+
+
+def test_full_text_reads_the_questions_date_phrase(stack: Stack, volunteer: MemoryClient) -> None:
+    res = volunteer.search(WEEKEND_Q, k=4, as_of="2026-03-18T00:00:00Z")
+    assert res.temporal_intent == "WINDOW"
+    sessions = [h.session_id for h in res.hits if h.layer == 4]
+    assert sessions[0] == "s-0", sessions  # the round that says "last weekend"
+    # Full text without the date (in process, on the same read model): the vectors alone rank, and a question
+    # about what the user did comes first.
+    off = search_in_process(stack, WEEKEND_CLAW, "sam", WEEKEND_Q, 4, "2026-03-18T00:00:00Z",
+                            changes={"text_dates": False})  # fmt: skip
+    assert next(h.session_id for h in off.hits if h.layer == 4) != "s-0"

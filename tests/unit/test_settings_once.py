@@ -54,7 +54,7 @@ def test_the_search_settings_default_to_todays_values() -> None:
         False, 4000, 0.0, 0.01)  # fmt: skip
     assert (DEFAULT.recency, DEFAULT.same_topic, DEFAULT.fact_topic, DEFAULT.change_similarity) == (0.0, 2.0, 0.3, 0.3)
     assert (DEFAULT.window_margin, DEFAULT.drill_similarity, DEFAULT.drill_weight) == (2.0, 2.0, 1.0)
-    assert DEFAULT.window_weight == 2.0 and DEFAULT.point_window is True
+    assert DEFAULT.window_weight == 2.0 and DEFAULT.point_window is True and DEFAULT.text_dates is True
     assert (DEFAULT.tau, DEFAULT.abstain_below) == (queries.TAU, queries.ABSTAIN_BELOW)
     assert DEFAULT.statement_weight == 0.0 and DEFAULT.text_neighbours is True and DEFAULT.speaker_names is False
     assert DEFAULT.episode_model is True
@@ -66,7 +66,7 @@ def test_each_variable_sets_its_knob() -> None:
            "HIVEMEM_KMMS_SPLIT_WINDOW": "1000000000", "HIVEMEM_KMMS_FEEDBACK": "0.5",
            "HIVEMEM_KMMS_COMMON_LEXEME": "1", "HIVEMEM_KMMS_RECENCY": "0.05", "HIVEMEM_KMMS_SAME_TOPIC": "0.45",
            "HIVEMEM_KMMS_FACT_TOPIC": "0.4", "HIVEMEM_KMMS_NAMED_CHANGE": "2", "HIVEMEM_KMMS_WINDOW_MARGIN": "0.2",
-           "HIVEMEM_KMMS_WINDOW_WEIGHT": "0", "HIVEMEM_KMMS_POINT_WINDOW": "0",
+           "HIVEMEM_KMMS_WINDOW_WEIGHT": "0", "HIVEMEM_KMMS_POINT_WINDOW": "0", "HIVEMEM_KMMS_TEXT_DATES": "0",
            "HIVEMEM_KMMS_DRILL": "0.35", "HIVEMEM_KMMS_DRILL_WEIGHT": "0.5", "HIVEMEM_KMMS_TAU": "0.5",
            "HIVEMEM_KMMS_ABSTAIN": "0.25", "HIVEMEM_KMMS_STATEMENT": "0.5",
            "HIVEMEM_KMMS_TEXT_NEIGHBOURS": "0", "HIVEMEM_KMMS_SPEAKER_NAMES": "1",
