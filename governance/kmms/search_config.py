@@ -71,7 +71,7 @@ class SearchConfig:
     # ago", "now"); the vectors read it without them (HIVEMEM_KMMS_TEXT_DATES; 0: off, full text reads it as the
     # vectors do). On since 2026-12-02: a round that tells of a period often names it as the question does ("I
     # volunteered at a career fair last weekend"). LoCoMo (chosen on) 0.879 -> 0.884 at session recall@5, REALTALK
-    # 0.822 -> 0.827; LongMemEval-S's two draws of 100: one question of 187 lower (docs/kmms.md).
+    # 0.822 -> 0.827; LongMemEval-S's three draws of 100: two questions of 283 lower (docs/kmms.md).
     text_dates: bool = True
     # A fact drills to its episodes when at least this similar to the question (HIVEMEM_KMMS_DRILL; > 1: off), its
     # episodes fused as a reciprocal-rank list of this weight (HIVEMEM_KMMS_DRILL_WEIGHT; the vectors': 1.0).
