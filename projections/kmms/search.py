@@ -135,7 +135,9 @@ async def fetch(conn: Conn, m: Memory, vector: list[float] | None, model: str, t
         window = await window_count(conn, where, p) if start is not None else None
         units = p["stats"][0]
         small = units < EXACT_STATS_BELOW
+        exact = small  # a small memory's distances are exact, and a small window's (below)
         if window is not None and window <= EXACT_WINDOW:
+            exact = True
             # A window of few units: each unit's exact best distance (its own vector or a sentence's). The HNSW
             # scan below would walk the whole memory's nearest vectors to find the window's (250-340 ms for the
             # 7,000-12,000 units of a weekend at 100,000 episodes; this: 60-100 ms, 12-44 ms since migration 34).
@@ -150,7 +152,7 @@ async def fetch(conn: Conn, m: Memory, vector: list[float] | None, model: str, t
                                                                      neighbours=cfg.text_neighbours))  # fmt: skip
         else:
             near = await nearest(conn, where, p, 3 * n, units, small, window)
-        exact = not any(v.values()) and (small or (window is not None and window <= EXACT_WINDOW))
+        exact = exact and not any(v.values())  # a voice's adjustment makes a distance no similarity
     if wants_text and by_text is None:
         by_text = await _bm25_units(conn, p, prune=near is not None, said=said, common_share=cfg.common_share,
                                     neighbours=cfg.text_neighbours)  # fmt: skip
