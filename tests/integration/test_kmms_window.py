@@ -133,56 +133,40 @@ def test_a_strong_round_outside_a_misread_window_ranks_before_the_windows_weak_r
     assert sessions.index("s-0") == 25, sessions
 
 
+# Two rules on by default, each with a memory where it puts the evidence first and, turned off (in process, on the
+# same read model), something else comes first.
+#
 # A state in a past period (POINT_IN_TIME: "was I in", a state verb) ranks its rounds with the period's window as
-# a WINDOW question does (HIVEMEM_KMMS_POINT_WINDOW, on by default). "The last week of October 2026" is read as
-# October 25-31 (governance/kmms/temporal.py, a part of a period), not as the last week before the question.
+# a WINDOW question does (HIVEMEM_KMMS_POINT_WINDOW). "The last week of October 2026" is read as October 25-31
+# (governance/kmms/temporal.py, a part of a period), not as the last week before the question. Tokyo, told in the
+# window, comes first though it says neither "city" nor "was"; without the window the rounds that share the
+# question's words come first, as they did before 2026-11-29.
 TRIPS = [("2026-09-12", "I was in Lisbon for a city break, what a lovely city to walk in.", "Lisbon is great on foot."),
          ("2026-10-29", "Greetings from Tokyo! The conference starts tomorrow.", "Enjoy it!"),
          ("2026-11-20", "I was back in Berlin, the city feels cold already.", "Wrap up warm.")]  # fmt: skip
-TRIPS_CLAW = f"trips-{uuid.uuid4().hex[:6]}"
-TRIPS_Q = "Which city was I in during the last week of October 2026?"
-
-
-@pytest.fixture(scope="module")
-def traveller(stack: Stack) -> MemoryClient:
-    return conversed(stack, TRIPS_CLAW, "aiko", TRIPS)
-
-
-def test_a_state_in_a_past_period_ranks_that_periods_rounds_first(stack: Stack, traveller: MemoryClient) -> None:
-    res = traveller.search(TRIPS_Q, k=3, as_of="2026-12-01T00:00:00Z")
-    assert res.temporal_intent == "POINT_IN_TIME"
-    sessions = [h.session_id for h in res.hits if h.layer == 4]
-    assert sessions[0] == "s-1", sessions  # Tokyo, told in the window, though it says neither "city" nor "was"
-    # Without the period's window (in process, on the same read model): the rounds that share the question's words
-    # come first, as they did before 2026-11-29.
-    off = search_in_process(stack, TRIPS_CLAW, "aiko", TRIPS_Q, 3, "2026-12-01T00:00:00Z",
-                            changes={"point_window": False})  # fmt: skip
-    assert next(h.session_id for h in off.hits if h.layer == 4) != "s-1"
-
-
-# Full text reads the question whole, its date phrase too (HIVEMEM_KMMS_TEXT_DATES, on by default): a round that
-# tells of the period names it as the question does. "What did I do last weekend?" without its date is "What did I
-# do?", all stop words for full text and, for the vectors, closest to the rounds that ask what they did.
+# Full text reads the question whole, its date phrase too (HIVEMEM_KMMS_TEXT_DATES): a round that tells of the
+# period names it as the question does. "What did I do last weekend?" without its date is "What did I do?", all stop
+# words for full text and, for the vectors, closest to the rounds that ask what they did.
 WEEKEND = [("2026-03-16", "Last weekend I volunteered at a career fair at the local school.", "How generous of you."),
            ("2026-03-14", "What did I do wrong with my sourdough starter?", "It needs feeding every day."),
            ("2026-03-15", "What did I do with my keys? I can't find them.", "Check your coat pockets."),
            ("2026-03-15", "What did I do to deserve this cold, I feel awful.", "Rest and drink water.")]  # fmt: skip
-WEEKEND_CLAW = f"weekend-{uuid.uuid4().hex[:6]}"
-WEEKEND_Q = "What did I do last weekend?"
 
 
-@pytest.fixture(scope="module")
-def volunteer(stack: Stack) -> MemoryClient:
-    return conversed(stack, WEEKEND_CLAW, "sam", WEEKEND)
-
-
-def test_full_text_reads_the_questions_date_phrase(stack: Stack, volunteer: MemoryClient) -> None:
-    res = volunteer.search(WEEKEND_Q, k=4, as_of="2026-03-18T00:00:00Z")
-    assert res.temporal_intent == "WINDOW"
+@pytest.mark.parametrize(("history", "question", "as_of", "intent", "first", "off"), [
+    pytest.param(TRIPS, "Which city was I in during the last week of October 2026?", "2026-12-01T00:00:00Z",
+                 "POINT_IN_TIME", "s-1", {"point_window": False}, id="a-state-in-a-past-period"),
+    pytest.param(WEEKEND, "What did I do last weekend?", "2026-03-18T00:00:00Z", "WINDOW", "s-0",
+                 {"text_dates": False}, id="full-text-reads-the-date-phrase"),
+])  # fmt: skip
+def test_a_rule_on_by_default_puts_the_evidence_first(stack: Stack, history: list[tuple[str, str, str]],
+                                                      question: str, as_of: str, intent: str, first: str,
+                                                      off: dict[str, bool]) -> None:  # fmt: skip
+    claw = f"rule-{uuid.uuid4().hex[:6]}"
+    mem = conversed(stack, claw, "aiko", history)
+    res = mem.search(question, k=len(history), as_of=as_of)
+    assert res.temporal_intent == intent
     sessions = [h.session_id for h in res.hits if h.layer == 4]
-    assert sessions[0] == "s-0", sessions  # the round that says "last weekend"
-    # Full text without the date (in process, on the same read model): the vectors alone rank, and a question
-    # about what the user did comes first.
-    off = search_in_process(stack, WEEKEND_CLAW, "sam", WEEKEND_Q, 4, "2026-03-18T00:00:00Z",
-                            changes={"text_dates": False})  # fmt: skip
-    assert next(h.session_id for h in off.hits if h.layer == 4) != "s-0"
+    assert sessions[0] == first, sessions
+    without = search_in_process(stack, claw, "aiko", question, len(history), as_of, changes=off)
+    assert next(h.session_id for h in without.hits if h.layer == 4) != first
