@@ -20,6 +20,9 @@ MAX_ID = 256  # header ids and payload identifiers
 MAX_LABEL = 1_024  # tags, capabilities, dimension values, versions
 MAX_TEXT = 65_536  # free text (statements, summaries, content)
 MAX_ITEMS = 256  # list and map entries
+# An episode's turns: bounded by its MAX_TEXT characters, not by a count (each turn's line "role: x" is at least 8
+# characters with its line break, so 65,536 characters hold at most 8,192 of them); a chat day of 300 messages is one.
+MAX_TURNS = MAX_TEXT // 8
 
 
 def clean_text(value: str) -> str:
@@ -174,7 +177,7 @@ class EpisodePayload(WireModel):
     user_id: Label = ""
     thread_id: Label = ""
     content_type: Literal["CONVERSATION", "DOCUMENT", "TOOL_RESULT", "NOTE"] = "NOTE"
-    turns: list[EpisodeTurn] = Field(default_factory=list, max_length=MAX_ITEMS)
+    turns: list[EpisodeTurn] = Field(default_factory=list, max_length=MAX_TURNS)
 
 
 class ErasurePayload(WireModel):

@@ -15,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
 
-from contracts.models import MAX_ID, MAX_ITEMS, MAX_LABEL, MAX_TEXT, SpeakerName
+from contracts.models import MAX_ID, MAX_LABEL, MAX_TEXT, SpeakerName
 from governance.kmms.phrasing import strip_roles, turn_line
 from governance.kmms.statement import question_vectors
 from inference.embedding_base import EmbeddingError
@@ -56,17 +56,20 @@ def _iso_only(value: object) -> object:
 IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only), Strict(False)]
 
 
+# Neither a message's length nor their count is bounded on its own: the whole episode is (MAX_TEXT characters,
+# refused 422 INVALID_FIELD in ``add``: one code whether one message, many or a content is too long; the episode
+# envelope's MAX_TURNS can never be reached below it); the body is at most 1 MiB.
 class Turn(Body):
     role: Literal["user", "assistant", "system", "tool"]
-    content: Annotated[str, Field(min_length=1, max_length=MAX_TEXT), Clean]
+    content: Annotated[str, Field(min_length=1), Clean]
     name: SpeakerName | None = Field(default=None, description=(
         "the speaker (a conversation between people): one line, at most 256 characters; the turn reads "
         "'role: name: content', so the name is embedded and indexed with its words"))  # fmt: skip
 
 
 class AddIn(Body):
-    messages: list[Turn] | None = Field(default=None, max_length=MAX_ITEMS, description="a conversation's turns")
-    content: Annotated[str, Field(min_length=1, max_length=MAX_TEXT), Clean] | None = Field(
+    messages: list[Turn] | None = Field(default=None, description="a conversation's turns")
+    content: Annotated[str, Field(min_length=1), Clean] | None = Field(
         default=None, description="a document, note or tool result (instead of messages)")  # fmt: skip
     content_type: Literal["CONVERSATION", "DOCUMENT", "TOOL_RESULT", "NOTE"] | None = None
     session_id: IdStr | None = None

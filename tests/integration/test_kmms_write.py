@@ -72,6 +72,25 @@ def test_bad_input_is_refused_with_a_reason_code(stack: Stack) -> None:
     assert e.value.status == 422
 
 
+def test_a_long_chat_is_one_episode_and_an_overlong_one_is_refused_whole(stack: Stack) -> None:
+    """Its characters bound an episode, not its count of messages: a chat day of 300 short messages (more than the
+    256 entries of other lists) is stored and searchable; one pasted text over 65,536 characters is 422
+    INVALID_FIELD, as the episode's lines joined over that are, and nothing of it is stored."""
+    mem = memory(stack, "mem-a", user_id=f"u-{uuid.uuid4().hex[:6]}")
+    turns = [{"role": "user", "content": f"Status {i}: the build is green and the queue is empty."} for i in range(299)]
+    turns.insert(150, {"role": "user", "content": "The staging database moved to the Frankfurt region tonight."})
+    r = mem.add(turns, session_id="s-long", occurred_at="2026-03-02T18:00:00Z")
+    assert r.status == "STORED"
+    mem.wait_indexed([r.episode_id], 60)
+    hits = mem.search("Which region did the staging database move to?", k=3, as_of="2026-03-03T00:00:00Z").hits
+    assert hits and hits[0].session_id == "s-long" and "Frankfurt" in hits[0].text
+    with pytest.raises(MemoryError_) as e:
+        mem.add([{"role": "user", "content": "pasted " * 10_000}], session_id="s-paste", episode_id="ep-paste")
+    assert (e.value.status, e.value.code) == (422, "INVALID_FIELD") and "pasted" not in e.value.detail
+    with owner_db(stack) as conn:
+        assert conn.execute("SELECT count(*) FROM kmms.kmms_episodes WHERE episode_id = 'ep-paste'").fetchone() == (0,)
+
+
 def test_a_question_naming_a_speaker_finds_that_speakers_turn(stack: Stack) -> None:
     # Two friends talking (LoCoMo's shape): both human, so both role "user", each turn named, the name stored and
     # shown with the turn. The question is embedded without the speakers' names (governance/kmms/speakers.py): by
