@@ -9,6 +9,8 @@ Environment:
 - HIVEMEM_EMBEDDINGS_API_KEY  sent as a Bearer token, if set
 - HIVEMEM_EMBEDDINGS_TIMEOUT  seconds per request to it (default 10)
 - HIVEMEM_EMBEDDINGS_THREADS  onnxruntime intra-op threads for the local model (default 1)
+- HIVEMEM_EMBEDDINGS_WORKERS  texts the local model embeds side by side, each run on its own (default 2, or 1 on
+                              one core)
 - HIVEMEM_EMBEDDINGS_ARITHMETIC  the local model's arithmetic: int8 (default) or fp32 (the vectors of
                               deployments before 2026-11-28; each is its own model id, inference/minilm.py)
 - HIVEMEM_MODEL_CACHE         where the local model's int8 build is kept (default $XDG_CACHE_HOME/hivemem, else
@@ -31,7 +33,14 @@ from inference.embedding_base import (
     EmbedderHealth,
     EmbeddingError,
 )
-from inference.minilm import ARITHMETICS, DEFAULT_ARITHMETIC, DEFAULT_THREADS, MAX_TOKENS, MiniLmEmbedder
+from inference.minilm import (
+    ARITHMETICS,
+    DEFAULT_ARITHMETIC,
+    DEFAULT_THREADS,
+    DEFAULT_WORKERS,
+    MAX_TOKENS,
+    MiniLmEmbedder,
+)
 from inference.minilm_int8 import cache_dir
 from inference.openai_embeddings import OpenAIEmbedder
 
@@ -82,7 +91,11 @@ def embedder_from_env(env: Mapping[str, str]) -> Embedder:
     if arithmetic not in ARITHMETICS:
         raise EmbeddingError(CONFIG, f"HIVEMEM_EMBEDDINGS_ARITHMETIC must be one of {', '.join(ARITHMETICS)}, "
                              f"not {arithmetic!r}")  # fmt: skip
-    return MiniLmEmbedder(threads=int(threads), arithmetic=arithmetic, model_cache=cache_dir(env))
+    workers = _number(env, "HIVEMEM_EMBEDDINGS_WORKERS", DEFAULT_WORKERS)
+    if workers != int(workers):
+        raise EmbeddingError(CONFIG, "HIVEMEM_EMBEDDINGS_WORKERS must be a whole number")
+    return MiniLmEmbedder(threads=int(threads), arithmetic=arithmetic, model_cache=cache_dir(env),
+                          workers=int(workers))  # fmt: skip
 
 
 def previous_embedder_from_env(env: Mapping[str, str]) -> Embedder | None:
@@ -98,7 +111,9 @@ def previous_embedder_from_env(env: Mapping[str, str]) -> Embedder | None:
         raise EmbeddingError(CONFIG, f"set {PREVIOUS}=local or {PREVIOUS}_URL, not both")
     # The previous model's settings under the names embedder_from_env reads.
     sub = {f"HIVEMEM_EMBEDDINGS_{k[len(PREVIOUS) + 1 :]}": v for k, v in env.items() if k.startswith(f"{PREVIOUS}_")}
-    for shared in ("HIVEMEM_EMBEDDINGS_THREADS", "HIVEMEM_MODEL_CACHE", "XDG_CACHE_HOME", "HOME"):
+    shared_names = ("HIVEMEM_EMBEDDINGS_THREADS", "HIVEMEM_EMBEDDINGS_WORKERS", "HIVEMEM_MODEL_CACHE", "XDG_CACHE_HOME",
+                    "HOME")  # fmt: skip
+    for shared in shared_names:
         if shared in env:
             sub.setdefault(shared, env[shared])
     return embedder_from_env(sub)

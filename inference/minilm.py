@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,11 @@ MAX_TOKENS = 256
 # From bench/embeddings.py on 2 cores: a 2nd thread gives ~1.5x alone but is slower than 1 beside a busy neighbour
 # (its parallel sections wait for a descheduled thread), and HiveMem's own processes are those neighbours.
 DEFAULT_THREADS = 1
+# Texts embedded side by side (each run on its own single-threaded session call; onnxruntime releases the GIL): unlike
+# a 2nd intra-op thread, a 2nd run has no barrier to wait at, so beside a busy neighbour it is no slower than one
+# (LoCoMo's turns on 2 cores: 143 -> 156-174 texts/s beside a busy core, 142-147 -> 250-274 alone), and when the
+# kmms core is done, the embedder's backlog takes both cores instead of one. The vectors are the same floats.
+DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
 # Texts per onnxruntime run with fp32 arithmetic: bigger batches pad more and gained nothing past 8-16 in the bench.
 # int8 arithmetic runs one text at a time (its vectors would depend on the padding).
 DEFAULT_BATCH = 8
@@ -87,12 +94,15 @@ class MiniLmEmbedder:
     dim = EMBEDDING_DIM
 
     def __init__(self, *, threads: int = DEFAULT_THREADS, batch_size: int = DEFAULT_BATCH, cache_size: int = 1024,
-                 arithmetic: str = DEFAULT_ARITHMETIC, model_cache: Path | None = None):  # fmt: skip
-        if threads < 1 or batch_size < 1:
-            raise ValueError("threads and batch_size must be >= 1")
+                 arithmetic: str = DEFAULT_ARITHMETIC, model_cache: Path | None = None,
+                 workers: int = DEFAULT_WORKERS):  # fmt: skip
+        if threads < 1 or batch_size < 1 or workers < 1:
+            raise ValueError("threads, batch_size and workers must be >= 1")
         if arithmetic not in ARITHMETICS:
             raise ValueError(f"arithmetic must be one of {ARITHMETICS}, not {arithmetic!r}")
         self.threads = threads
+        self.workers = workers
+        self._pool: ThreadPoolExecutor | None = None  # started on the first call with more than one run
         self.arithmetic = arithmetic
         self.model_cache = model_cache  # where the int8 build is kept (None: built once per process)
         self.batch_size = batch_size if arithmetic == "fp32" else 1
@@ -168,12 +178,23 @@ class MiniLmEmbedder:
         ids = [e.ids for e in encodings]
         # Longest first, so each batch pads to similar lengths; vectors do not depend on the batch.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
+        chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        runs = [[ids[i] for i in chunk] for chunk in chunks]
+        if self.workers > 1 and len(runs) > 1:
+            results = list(self._workers().map(lambda run: self._run(loaded, run), runs))
+        else:
+            results = [self._run(loaded, run) for run in runs]
         out: list[list[float]] = [[] for _ in items]
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            for i, vec in zip(chunk, self._run(loaded, [ids[i] for i in chunk]), strict=True):
+        for chunk, vectors in zip(chunks, results, strict=True):
+            for i, vec in zip(chunk, vectors, strict=True):
                 out[i] = vec
         return out
+
+    def _workers(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="minilm")
+            return self._pool
 
     def _run(self, loaded: _Loaded, ids: list[list[int]]) -> list[list[float]]:
         width = max(len(x) for x in ids)

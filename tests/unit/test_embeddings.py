@@ -38,6 +38,7 @@ from inference.embeddings import (
     embedder_from_env,
     previous_embedder_from_env,
 )
+from inference.minilm import DEFAULT_WORKERS
 from inference.openai_embeddings import embeddings_endpoint
 
 LONG_WORDS = [f"w{i} lorem ipsum" for i in range(400)]  # far past 256 tokens
@@ -115,6 +116,16 @@ def test_batches_give_the_vectors_of_single_calls(arithmetic: str) -> None:
         assert len(batched) == len(MIXED)
         for got, want in zip(batched, singles, strict=True):
             assert max_diff(got, want) < 1e-5
+
+
+@pytest.mark.parametrize("arithmetic", ["int8", "fp32"])
+def test_texts_embedded_side_by_side_are_the_same_floats_in_the_same_order(arithmetic: str) -> None:
+    texts = MIXED + [f"Message {i}: the deploy to staging went fine." for i in range(40)]
+    alone = MiniLmEmbedder(arithmetic=arithmetic, workers=1, batch_size=4).embed(texts)
+    side_by_side = MiniLmEmbedder(arithmetic=arithmetic, workers=3, batch_size=4).embed(texts)
+    assert side_by_side == alone  # every float, each text at its own place
+    with pytest.raises(ValueError):
+        MiniLmEmbedder(workers=0)
 
 
 def test_int8_arithmetic_is_faithful_to_fp32(emb: MiniLmEmbedder) -> None:
@@ -206,7 +217,9 @@ def test_embedder_from_env() -> None:
     local = embedder_from_env({})
     assert isinstance(local, MiniLmEmbedder) and local.threads == 1
     assert isinstance(embedder_from_env({"HIVEMEM_EMBEDDINGS_THREADS": "2"}), MiniLmEmbedder)
-    assert local.arithmetic == "int8"
+    assert local.arithmetic == "int8" and local.workers == DEFAULT_WORKERS
+    one = embedder_from_env({"HIVEMEM_EMBEDDINGS_WORKERS": "1"})
+    assert isinstance(one, MiniLmEmbedder) and one.workers == 1
     fp32 = embedder_from_env({"HIVEMEM_EMBEDDINGS_ARITHMETIC": "FP32"})
     assert isinstance(fp32, MiniLmEmbedder) and fp32.arithmetic == "fp32"
     previous = previous_embedder_from_env({"HIVEMEM_EMBEDDINGS_PREVIOUS": "local",
@@ -220,6 +233,8 @@ def test_embedder_from_env() -> None:
         {"HIVEMEM_EMBEDDINGS_URL": "http://h/v1"},
         {"HIVEMEM_EMBEDDINGS_THREADS": "two"},
         {"HIVEMEM_EMBEDDINGS_THREADS": "1.5"},
+        {"HIVEMEM_EMBEDDINGS_WORKERS": "0"},
+        {"HIVEMEM_EMBEDDINGS_WORKERS": "1.5"},
         {"HIVEMEM_EMBEDDINGS_ARITHMETIC": "fp16"},
         {"HIVEMEM_EMBEDDINGS_URL": "ftp://h", "HIVEMEM_EMBEDDINGS_MODEL": "m"},
     ]
