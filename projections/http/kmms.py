@@ -160,6 +160,8 @@ def router(ctx: Ctx) -> APIRouter:
             raise ApiError(422, "INVALID_FIELD", "give exactly one of messages or content")
         turns = [{"role": t.role, "content": t.content, "name": t.name or ""} for t in body.messages or []]
         content = body.content or "\n".join(turn_line(t["role"], t["content"], t["name"]) for t in turns)
+        if not content:
+            raise ApiError(422, "INVALID_FIELD", "messages is empty: give at least one message")
         if len(content) > MAX_TEXT:
             raise ApiError(422, "INVALID_FIELD", f"the episode is longer than {MAX_TEXT} characters")
         eid = body.episode_id or f"ep-{uuid.uuid4()}"

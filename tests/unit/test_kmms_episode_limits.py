@@ -52,6 +52,11 @@ def test_an_episode_over_its_characters_is_refused_with_one_code(client: TestCli
     assert "xxxx" not in refusal["detail"] and "word" not in refusal["detail"]  # the value is never echoed
 
 
+def test_an_empty_conversation_is_refused_with_a_reason(client: TestClient) -> None:
+    assert add(client, {"messages": []}) == {"code": "INVALID_FIELD",
+                                             "detail": "messages is empty: give at least one message"}  # fmt: skip
+
+
 def test_a_long_chat_of_short_messages_is_one_episode() -> None:
     turns = [{"role": "user" if i % 2 else "assistant", "content": f"message {i}"} for i in range(300)]
     body = AddIn.model_validate({"messages": turns})
