@@ -71,6 +71,14 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number > 0 (threads, workers)."""
+    value = _number(env, name, default)
+    if value != int(value):
+        raise EmbeddingError(CONFIG, f"{name} must be a whole number")
+    return int(value)
+
+
 def embedder_from_env(env: Mapping[str, str]) -> Embedder:
     """The configured back-end; nothing is loaded or contacted until first use."""
     url = env.get("HIVEMEM_EMBEDDINGS_URL", "").strip()
@@ -84,18 +92,13 @@ def embedder_from_env(env: Mapping[str, str]) -> Embedder:
             api_key=env.get("HIVEMEM_EMBEDDINGS_API_KEY", "").strip() or None,
             timeout=_number(env, "HIVEMEM_EMBEDDINGS_TIMEOUT", 10.0),
         )
-    threads = _number(env, "HIVEMEM_EMBEDDINGS_THREADS", DEFAULT_THREADS)
-    if threads != int(threads):
-        raise EmbeddingError(CONFIG, "HIVEMEM_EMBEDDINGS_THREADS must be a whole number")
+    threads = _count(env, "HIVEMEM_EMBEDDINGS_THREADS", DEFAULT_THREADS)
     arithmetic = env.get("HIVEMEM_EMBEDDINGS_ARITHMETIC", "").strip().lower() or DEFAULT_ARITHMETIC
     if arithmetic not in ARITHMETICS:
         raise EmbeddingError(CONFIG, f"HIVEMEM_EMBEDDINGS_ARITHMETIC must be one of {', '.join(ARITHMETICS)}, "
                              f"not {arithmetic!r}")  # fmt: skip
-    workers = _number(env, "HIVEMEM_EMBEDDINGS_WORKERS", DEFAULT_WORKERS)
-    if workers != int(workers):
-        raise EmbeddingError(CONFIG, "HIVEMEM_EMBEDDINGS_WORKERS must be a whole number")
-    return MiniLmEmbedder(threads=int(threads), arithmetic=arithmetic, model_cache=cache_dir(env),
-                          workers=int(workers))  # fmt: skip
+    return MiniLmEmbedder(threads=threads, arithmetic=arithmetic, model_cache=cache_dir(env),
+                          workers=_count(env, "HIVEMEM_EMBEDDINGS_WORKERS", DEFAULT_WORKERS))  # fmt: skip
 
 
 def previous_embedder_from_env(env: Mapping[str, str]) -> Embedder | None:
