@@ -20,9 +20,17 @@ MAX_ID = 256  # header ids and payload identifiers
 MAX_LABEL = 1_024  # tags, capabilities, dimension values, versions
 MAX_TEXT = 65_536  # free text (statements, summaries, content)
 MAX_ITEMS = 256  # list and map entries
-# An episode's turns: bounded by its MAX_TEXT characters, not by a count (each turn's line "role: x" is at least 8
-# characters with its line break, so 65,536 characters hold at most 8,192 of them); a chat day of 300 messages is one.
-MAX_TURNS = MAX_TEXT // 8
+# An episode (KMMS: a session's turns, or a document) is verbatim memory: a chat with a pasted document or log runs
+# past MAX_TEXT (LongMemEval-S holds a session of 76,560 characters), and refusing it would lose the session
+# whole. Its content and each turn's are bounded by MAX_EPISODE instead; a conversation's envelope carries its
+# characters twice (the turns, and their lines joined as ``content``), so 262,144 ASCII characters are about
+# 530,000 bytes, under the gateway's 900,000 (a text mostly of 3-byte characters reaches that near 150,000
+# characters: 413 PAYLOAD_TOO_LARGE).
+MAX_EPISODE = 262_144
+# An episode's turns: bounded by its MAX_EPISODE characters, not by a count (each turn's line "role: x" is at least
+# 8 characters with its line break, so 262,144 characters hold at most 32,768 of them); a chat day of 300 messages
+# is one episode.
+MAX_TURNS = MAX_EPISODE // 8
 
 
 def clean_text(value: str) -> str:
@@ -51,6 +59,7 @@ Id = Annotated[str, Field(min_length=1, max_length=MAX_ID), AfterValidator(clean
 Label = Annotated[str, Field(max_length=MAX_LABEL), AfterValidator(clean_text)]
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT), AfterValidator(clean_text)]
 OptText = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(clean_text)]
+EpisodeText = Annotated[str, Field(min_length=1, max_length=MAX_EPISODE), AfterValidator(clean_text)]
 SpeakerName = Annotated[str, Field(max_length=MAX_ID), AfterValidator(speaker_name)]  # "" = unnamed
 Long = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]  # Avro long
 Int = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]  # Avro int
@@ -162,7 +171,7 @@ class ValidationPayload(WireModel):
 
 class EpisodeTurn(WireModel):
     role: Literal["user", "assistant", "system", "tool"]
-    content: Text
+    content: EpisodeText
     name: SpeakerName = ""  # v3: the speaker (a conversation between people); "" = unnamed
 
 
@@ -170,7 +179,7 @@ class EpisodePayload(WireModel):
     episode_id: Id
     about: Id
     dimensions: dict[Id, Label] = Field(default_factory=dict, max_length=MAX_ITEMS)
-    content: Text
+    content: EpisodeText
     occurred_at: Long
     # v2 (KMMS): the scope inside the claw's memory, what the content is, and its turns.
     session_id: Label = ""

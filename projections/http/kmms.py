@@ -15,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
 
-from contracts.models import MAX_ID, MAX_LABEL, MAX_TEXT, SpeakerName
+from contracts.models import MAX_EPISODE, MAX_ID, MAX_LABEL, SpeakerName
 from governance.kmms.phrasing import strip_roles, turn_line
 from governance.kmms.statement import question_vectors
 from inference.embedding_base import EmbeddingError
@@ -56,7 +56,7 @@ def _iso_only(value: object) -> object:
 IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only), Strict(False)]
 
 
-# Neither a message's length nor their count is bounded on its own: the whole episode is (MAX_TEXT characters,
+# Neither a message's length nor their count is bounded on its own: the whole episode is (MAX_EPISODE characters,
 # refused 422 INVALID_FIELD in ``add``: one code whether one message, many or a content is too long; the episode
 # envelope's MAX_TURNS can never be reached below it); the body is at most 1 MiB.
 class Turn(Body):
@@ -162,8 +162,8 @@ def router(ctx: Ctx) -> APIRouter:
         content = body.content or "\n".join(turn_line(t["role"], t["content"], t["name"]) for t in turns)
         if not content:
             raise ApiError(422, "INVALID_FIELD", "messages is empty: give at least one message")
-        if len(content) > MAX_TEXT:
-            raise ApiError(422, "INVALID_FIELD", f"the episode is longer than {MAX_TEXT} characters")
+        if len(content) > MAX_EPISODE:
+            raise ApiError(422, "INVALID_FIELD", f"the episode is longer than {MAX_EPISODE} characters")
         eid = body.episode_id or f"ep-{uuid.uuid4()}"
         kind = body.content_type or ("CONVERSATION" if turns else "NOTE")
         occurred = _ms(body.occurred_at) or int(time.time() * 1000)

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from contracts.models import MAX_EPISODE
 from hivemem.stack import Stack
 from producers.memory_client import MemoryError_
 from tests.integration.kmms_support import chat, memory, search_in_process
@@ -73,22 +74,37 @@ def test_bad_input_is_refused_with_a_reason_code(stack: Stack) -> None:
 
 
 def test_a_long_chat_is_one_episode_and_an_overlong_one_is_refused_whole(stack: Stack) -> None:
-    """Its characters bound an episode, not its count of messages: a chat day of 300 short messages (more than the
-    256 entries of other lists) is stored and searchable; one pasted text over 65,536 characters is 422
-    INVALID_FIELD, as the episode's lines joined over that are, and nothing of it is stored."""
+    """Its characters bound an episode, not its count of messages nor one message's length: a chat day of 300 short
+    messages (more than the 256 entries of other lists) is stored and searchable; so is a session with a pasted log
+    of 80,000 characters (over the 65,536 of other texts: LongMemEval-S holds one of 76,560), kept verbatim; an
+    episode over 262,144 characters is 422 INVALID_FIELD, and nothing of it is stored."""
     mem = memory(stack, "mem-a", user_id=f"u-{uuid.uuid4().hex[:6]}")
     turns = [{"role": "user", "content": f"Status {i}: the build is green and the queue is empty."} for i in range(299)]
     turns.insert(150, {"role": "user", "content": "The staging database moved to the Frankfurt region tonight."})
     r = mem.add(turns, session_id="s-long", occurred_at="2026-03-02T18:00:00Z")
     assert r.status == "STORED"
-    mem.wait_indexed([r.episode_id], 60)
-    hits = mem.search("Which region did the staging database move to?", k=3, as_of="2026-03-03T00:00:00Z").hits
+    log = "".join(f"2026-03-04T09:{i // 60 % 60:02d}:{i % 60:02d} worker-{i % 7} request {i} served in {i % 97} ms\n"
+                  for i in range(1_500))  # fmt: skip
+    assert 65_536 < len(log) < MAX_EPISODE
+    pasted = mem.add([{"role": "user", "content": f"Here is the log from the outage:\n{log}"},
+                      {"role": "assistant", "content": "Requests slowed after 09:20; check the connection pool."},
+                      {"role": "user", "content": "Raising the connection pool to forty fixed the outage."}],
+                     session_id="s-paste", occurred_at="2026-03-04T12:00:00Z")  # fmt: skip
+    assert pasted.status == "STORED"
+    mem.wait_indexed([r.episode_id, pasted.episode_id], 60)
+    hits = mem.search("Which region did the staging database move to?", k=3, as_of="2026-03-05T00:00:00Z").hits
     assert hits and hits[0].session_id == "s-long" and "Frankfurt" in hits[0].text
+    hits = mem.search("What fixed the outage?", k=3, as_of="2026-03-05T00:00:00Z").hits
+    assert hits and hits[0].session_id == "s-paste" and any("forty" in h.text for h in hits)
+    with owner_db(stack) as conn:
+        row = conn.execute("SELECT content FROM kmms.kmms_episodes WHERE episode_id = %s",
+                           (pasted.episode_id,)).fetchone()  # fmt: skip
+    assert row is not None and log in str(row[0])  # verbatim, not cut
     with pytest.raises(MemoryError_) as e:
-        mem.add([{"role": "user", "content": "pasted " * 10_000}], session_id="s-paste", episode_id="ep-paste")
+        mem.add([{"role": "user", "content": "pasted " * 40_000}], session_id="s-huge", episode_id="ep-huge")
     assert (e.value.status, e.value.code) == (422, "INVALID_FIELD") and "pasted" not in e.value.detail
     with owner_db(stack) as conn:
-        assert conn.execute("SELECT count(*) FROM kmms.kmms_episodes WHERE episode_id = 'ep-paste'").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM kmms.kmms_episodes WHERE episode_id = 'ep-huge'").fetchone() == (0,)
 
 
 def test_a_question_naming_a_speaker_finds_that_speakers_turn(stack: Stack) -> None:
