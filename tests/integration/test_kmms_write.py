@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from contracts.models import MAX_EPISODE
+from contracts.models import MAX_EPISODE, MAX_TEXT
 from hivemem.stack import Stack
 from producers.memory_client import MemoryError_
 from tests.integration.kmms_support import chat, memory, search_in_process
@@ -85,7 +85,7 @@ def test_a_long_chat_is_one_episode_and_an_overlong_one_is_refused_whole(stack: 
     assert r.status == "STORED"
     log = "".join(f"2026-03-04T09:{i // 60 % 60:02d}:{i % 60:02d} worker-{i % 7} request {i} served in {i % 97} ms\n"
                   for i in range(1_500))  # fmt: skip
-    assert 65_536 < len(log) < MAX_EPISODE
+    assert MAX_TEXT < len(log) < MAX_EPISODE
     pasted = mem.add([{"role": "user", "content": f"Here is the log from the outage:\n{log}"},
                       {"role": "assistant", "content": "Requests slowed after 09:20; check the connection pool."},
                       {"role": "user", "content": "Raising the connection pool to forty fixed the outage."}],

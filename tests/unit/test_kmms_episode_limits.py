@@ -20,13 +20,18 @@ from projections.http.context import ApiDeps
 from projections.http.kmms import AddIn
 
 
-@pytest.fixture(scope="module")
-def client() -> TestClient:
+def app_client(secrets: dict[str, bytes]) -> TestClient:
+    """The API with no database nor publisher: what these tests check is refused before either is reached."""
     deps = ApiDeps(app_db_url="postgresql://unused@127.0.0.1:1/none", token_secret=b"x" * 32,
-                   tenants={"acme": TenantPolicy("acme", {})}, names=TopicNames(), publisher=None,  # type: ignore[arg-type]
+                   tenants={"acme": TenantPolicy("acme", secrets)}, names=TopicNames(), publisher=None,  # type: ignore[arg-type]
                    kafka_ok=lambda: False, projection_lag=dict, watermarks=lambda _: {},
                    projection_topics={})  # fmt: skip
     return TestClient(create_app(deps))
+
+
+@pytest.fixture(scope="module")
+def client() -> TestClient:
+    return app_client({})
 
 
 def add(client: TestClient, body: dict[str, Any]) -> dict[str, Any]:
@@ -91,14 +96,10 @@ def test_other_texts_keep_their_own_bound() -> None:
 
 def test_an_episode_whose_envelope_outgrows_a_kafka_record_is_413_with_its_size() -> None:
     # Under MAX_EPISODE characters, but 3 bytes each and carried twice (the turns and their lines joined): the
-    # gateway measures the signed envelope before anything is published (no publisher here: it is never reached).
-    deps = ApiDeps(app_db_url="postgresql://unused@127.0.0.1:1/none", token_secret=b"x" * 32,
-                   tenants={"acme": TenantPolicy("acme", {"op": b"k" * 32})}, names=TopicNames(),
-                   publisher=None, kafka_ok=lambda: False, projection_lag=dict,  # type: ignore[arg-type]
-                   watermarks=lambda _: {}, projection_topics={})  # fmt: skip
+    # gateway measures the signed envelope (so the tenant needs a key) before anything is published.
     token = mint_token(b"x" * 32, "acme", "s", "claw-1")
     body = {"messages": [user("记忆" * 80_000)]}
-    answer = TestClient(create_app(deps)).post("/api/v1/memory/episodes", json=body,
-                                               headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    answer = app_client({"op": b"k" * 32}).post("/api/v1/memory/episodes", json=body,
+                                                headers={"Authorization": f"Bearer {token}"})  # fmt: skip
     assert (answer.status_code, answer.json()["code"]) == (413, "PAYLOAD_TOO_LARGE")
     assert "at most 900000" in answer.json()["detail"]
