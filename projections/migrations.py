@@ -27,6 +27,7 @@ from projections.kmms.migrations import (
     kmms_small_memory_text_migration,
     kmms_term_counts_migration,
     kmms_text_matches_migration,
+    kmms_turn_layout_migration,
     kmms_unit_windows_lag_migration,
     kmms_unit_windows_migration,
     kmms_vector_time_migration,
@@ -192,6 +193,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (32, "kmms: the planner told that a memory's scope names its claw", kmms_memory_statistics_migration),
     (33, "kmms: a small memory's full-text candidates found by reading its units", kmms_small_memory_text_migration),
     (34, "kmms: each vector with its unit's event time, indexed", kmms_vector_time_migration),
+    (35, "kmms: each episode's turns as a layout over its content", kmms_turn_layout_migration),
 ]  # fmt: skip
 
 

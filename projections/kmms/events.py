@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from contracts.kmms_records import KmmsEvent, KmmsNode
+from governance.kmms.episodes import turn_layout
 from governance.kmms.phrasing import fact_terms, said_text
 from governance.kmms.units import units_of
 from projections.kmms.sql import UNIT_OF_SQL
@@ -33,6 +35,7 @@ Key = tuple[str, str]  # tenant, id
 EP_COLUMNS = ("tenant, claw_id, scope, episode_id, session_id, thread_id, content_type, occurred_at, content, "
               "content_hash, redacted, envelope_event_id, event_id, logged_at")  # fmt: skip
 _ENRICHED = "primary_entity, primary_topic, entities, topics"
+_EP_ROW = f"{EP_COLUMNS}, {_ENRICHED}, turn_layout"
 NODE_COLUMNS = ("tenant, claw_id, scope, node_id, layer, entity, topic, time_window, content, version, supersedes, "
                 "valid_from, event_time, fact_key, fact_value, fact_type, confidence, context, source_ids, model, "
                 "logged_at, last_verified, cues")  # fmt: skip
@@ -70,7 +73,7 @@ class _Run:
     stored_episodes: set[Key]
     nodes: dict[Key, _NodeState]  # stored before the run, or created in it
     new_nodes: dict[Key, _NewNode] = field(default_factory=dict)
-    new_episodes: dict[Key, list[Any]] = field(default_factory=dict)  # row: EP_COLUMNS, then _ENRICHED
+    new_episodes: dict[Key, list[Any]] = field(default_factory=dict)  # row: _EP_ROW
     enrichments: dict[Key, tuple[Any, ...]] = field(default_factory=dict)  # of stored episodes
     units: dict[Key, tuple[Any, ...]] = field(default_factory=dict)
     l0: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)  # key -> [entity kind, first seen, count]
@@ -123,7 +126,7 @@ def _apply(run: _Run, ev: KmmsEvent) -> None:
         if key not in run.stored_episodes and key not in run.new_episodes:
             run.new_episodes[key] = [*who, e.episode_id, e.session_id, e.thread_id, e.content_type, e.occurred_at,
                                      e.content, e.content_hash, e.redacted, ev.related_id, ev.event_id, ev.at,
-                                     None, None, [], []]  # fmt: skip
+                                     None, None, [], [], Jsonb(turn_layout(e.turns))]  # fmt: skip
         for u in units_of(e):
             run.units.setdefault((ev.tenant, u.unit_id), (
                 *who, u.unit_id, e.episode_id, e.session_id, e.thread_id, u.ordinal, u.text, e.occurred_at, ev.at,
@@ -133,7 +136,7 @@ def _apply(run: _Run, ev: KmmsEvent) -> None:
         key = (ev.tenant, en.episode_id)
         values = (en.primary_entity, en.primary_topic, [x.name for x in en.entities], en.topics)
         if key in run.new_episodes:
-            run.new_episodes[key][14:] = values
+            run.new_episodes[key][14:18] = values
         else:  # an update of a stored episode (or of none: it then changes nothing)
             run.enrichments[key] = values
         terms = {("entity", x.name, x.kind) for x in en.entities} | {("topic", t, None) for t in en.topics}
@@ -180,7 +183,7 @@ def _write(cur: Cur, s: str, run: _Run) -> None:
         cur.executemany(f"UPDATE {s}.kmms_episodes SET primary_entity = %s, primary_topic = %s, entities = %s, "
                         "topics = %s WHERE tenant = %s AND episode_id = %s",
                         [(*v, *k) for k, v in run.enrichments.items()])  # fmt: skip
-    copy_insert(cur, s, "kmms_episodes", f"{EP_COLUMNS}, {_ENRICHED}", [tuple(r) for r in run.new_episodes.values()])
+    copy_insert(cur, s, "kmms_episodes", _EP_ROW, [tuple(r) for r in run.new_episodes.values()])
     copy_insert(cur, s, "kmms_units", _UNIT_COLUMNS, list(run.units.values()))
     time_untimed_vectors(cur, s, [(str(r[0]), str(r[3]), int(str(r[9]))) for r in run.units.values()])
     if run.l0:

@@ -1,10 +1,11 @@
-"""Migrations 13, 14, 20, 24-27 and 29-34: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read
+"""Migrations 13, 14, 20, 24-27 and 29-35: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read
 model (``kmms``); erasure (14); full-text candidates through the text index under row-level security (20); the
 lexemes too common to select candidates by (24); vectors keyed by tenant, with their cause's position (25);
 each vector's voice (26); each unit's words said by its owner, with their own full-text vector (27); BM25's
 inputs without whole tsvectors: lengths stored, candidates with only the query's terms (29); full-text candidates
 read with their neighbours (30, 31); the planner's statistics of a memory (32); a small memory's full-text
-candidates found by reading its units (33); each vector with its unit's event time (34)."""
+candidates found by reading its units (33); each vector with its unit's event time (34); a conversation's turns as a
+layout over its content (35)."""
 
 from __future__ import annotations
 
@@ -349,3 +350,11 @@ BEGIN
         EXECUTE d;
     END LOOP;
 END $$"""
+
+
+def kmms_turn_layout_migration() -> list[str]:
+    """Each episode's turns as a layout over its content (``turn_layout``: role, name and length of each turn): an
+    export carries a conversation's turns, and an import cuts the same rounds. An episode stored before has none
+    (the log has its turns; the read model held only their rendered text) and is exported as its content alone,
+    until ``hivemem replay kmms`` rebuilds the read model from the log."""
+    return ["ALTER TABLE kmms.kmms_episodes ADD COLUMN IF NOT EXISTS turn_layout jsonb NOT NULL DEFAULT '[]'"]

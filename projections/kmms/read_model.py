@@ -2,7 +2,8 @@
 
 Tables (schema ``kmms``), every row tenant-scoped by row-level security:
 - ``kmms_episodes``: L4, verbatim and immutable (only an erasure blanks the text), with the
-  enrichment's entities and topics; ``kmms_units``: its rounds/paragraphs with a full-text vector, and one of
+  enrichment's entities and topics and a conversation's turns as a layout over its text (``turn_layout``:
+  a KSTAR export carries it, so an import cuts the same rounds); ``kmms_units``: its rounds/paragraphs with a full-text vector, and one of
   the words the owner said in them (``said``, ``said_tsv``: a question about the user's life searches those);
 - ``kmms_nodes``: L1 abstractions, L2 facts, L3 summaries with versions, validity windows,
   status CURRENT/SUPERSEDED and SUPERSEDES links, strength and reinforcement;
@@ -75,6 +76,8 @@ _TABLES = (
         ("event_id", "text NOT NULL"), ("logged_at", "bigint NOT NULL"), ("primary_entity", "text"),
         ("primary_topic", "text"), ("entities", "text[] NOT NULL DEFAULT '{}'"),
         ("topics", "text[] NOT NULL DEFAULT '{}'"), ("erased", "boolean NOT NULL DEFAULT false"),
+        # A conversation's turns as a layout over ``content`` (governance/kmms/episodes.py, ``turn_layout``).
+        ("turn_layout", "jsonb NOT NULL DEFAULT '[]'"),
     ), ("tenant", "episode_id")),
     Table("kmms_units", (
         ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"),

@@ -29,6 +29,7 @@ import psycopg
 
 from contracts.models import ClamPayload, Envelope, EpisodePayload, KstarPayload
 from governance.identity import TenantPolicy, derive_deployment_key
+from governance.kmms.episodes import turns_from_layout
 from governance.kstar import bundle as b
 from governance.kstar.apply import content_hash
 from governance.signing import HmacSigner
@@ -80,11 +81,13 @@ def read_episodes(conn: Conn, tenant: str, claw_id: str) -> list[dict[str, Any]]
     """The claw's KMMS episodes (every user's memory inside it; erased ones left out), as they read now
     (personal data already redacted by the tenant's policy), oldest first."""
     rows = conn.execute(
-        "SELECT episode_id, scope, session_id, thread_id, content_type, occurred_at, content FROM kmms.kmms_episodes "
-        "WHERE tenant = %s AND claw_id = %s AND NOT erased ORDER BY occurred_at, episode_id", (tenant, claw_id),
+        "SELECT episode_id, scope, session_id, thread_id, content_type, occurred_at, content, turn_layout "
+        "FROM kmms.kmms_episodes WHERE tenant = %s AND claw_id = %s AND NOT erased ORDER BY occurred_at, episode_id",
+        (tenant, claw_id),
     ).fetchall()  # fmt: skip
+    # A conversation's turns travel as their layout over its content (``turn_layout``): an import cuts the same rounds.
     return [{"episode_id": e, "user_id": u, "session_id": s, "thread_id": t, "content_type": k, "occurred_at": o,
-             "content": c} for e, u, s, t, k, o, c in rows]  # fmt: skip
+             "content": c, **({"turn_layout": lay} if lay else {})} for e, u, s, t, k, o, c, lay in rows]  # fmt: skip
 
 
 def export_memory(conn: Conn, tenant: str, memory: str, flt: b.ExportFilter, agent: b.Agent, exported_at: str,
@@ -178,8 +181,12 @@ def episode_payload(e: Mapping[str, Any], memory: str) -> EpisodePayload:
     """A bundle's episode as the importing claw tells it (its own memory: ``memory:<claw>/<user>``)."""
     claw = memory.split("/", 1)[0]
     try:
+        content, layout = str(e["content"]), e.get("turn_layout") or []
+        turns = turns_from_layout(content, layout) if isinstance(layout, list) else []
+        if layout and not turns:
+            raise ValueError(f"episode {e['episode_id']}: its turn_layout does not lay out its content")
         return EpisodePayload(episode_id=str(e["episode_id"]), about=f"memory:{claw}/{e.get('user_id', '')}",
-                              content=str(e["content"]), occurred_at=int(e["occurred_at"]),
+                              content=content, occurred_at=int(e["occurred_at"]), turns=turns,
                               session_id=str(e.get("session_id", "")), user_id=str(e.get("user_id", "")),
                               thread_id=str(e.get("thread_id", "")),
                               content_type=e.get("content_type", "NOTE"))  # fmt: skip

@@ -15,6 +15,7 @@ import random
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from contracts.kmms_records import (
     KmmsEmbedding,
@@ -27,6 +28,7 @@ from contracts.kmms_records import (
     encode_kmms,
 )
 from contracts.topics import TopicNames
+from governance.kmms.episodes import turn_layout
 from governance.kmms.phrasing import fact_terms, said_text
 from governance.kmms.units import units_of
 from hivemem.stack import Stack
@@ -152,9 +154,10 @@ def _one_statement_an_event(cur: Cur, s: str, ev: KmmsEvent) -> None:
     if ev.kind == "EPISODE_STORED" and ev.episode is not None:
         e = ev.episode
         cur.execute(
-            f"INSERT INTO {s}.kmms_episodes ({_EP}) VALUES ({', '.join(['%s'] * 14)}) ON CONFLICT DO NOTHING",
+            f"INSERT INTO {s}.kmms_episodes ({_EP}, turn_layout) VALUES ({', '.join(['%s'] * 15)}) "
+            "ON CONFLICT DO NOTHING",
             (*who, e.episode_id, e.session_id, e.thread_id, e.content_type, e.occurred_at, e.content,
-             e.content_hash, e.redacted, ev.related_id, ev.event_id, ev.at),
+             e.content_hash, e.redacted, ev.related_id, ev.event_id, ev.at, Jsonb(turn_layout(e.turns))),
         )  # fmt: skip
         cur.executemany(
             f"INSERT INTO {s}.kmms_units (tenant, claw_id, scope, unit_id, episode_id, session_id, thread_id, "

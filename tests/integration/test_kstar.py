@@ -19,6 +19,7 @@ import pytest
 from hivemem.services import projections
 from hivemem.stack import Stack
 from projections.replay import rebuild
+from tests.integration.kmms_support import memory
 from tests.integration.support import http, owner_db
 
 pytestmark = pytest.mark.integration
@@ -281,3 +282,41 @@ def test_forget_and_replay(stack: Stack) -> None:
     s = stack.settings
     result = rebuild(projections(s)["kstar"], s.require_kafka(), s.require_database(), s.topics)
     assert result.equal and result.records > 0, result.describe()
+
+
+def _unit_texts(stack: Stack, tenant: str, claw: str) -> list[str]:
+    with owner_db(stack) as conn:
+        rows = conn.execute("SELECT text FROM kmms.kmms_units WHERE tenant = %s AND claw_id = %s ORDER BY ordinal",
+                            (tenant, claw)).fetchall()  # fmt: skip
+    return [str(r[0]) for r in rows]
+
+
+def test_a_conversation_moves_with_its_turns(stack: Stack) -> None:
+    """An exported conversation carries its turns (a layout over its content): the importing memory cuts the same
+    rounds, each its own hit. Without them an import cut the chat into paragraphs of up to 1,200 characters."""
+    claw, other = f"talker-{uuid.uuid4().hex[:6]}", f"moved-{uuid.uuid4().hex[:6]}"
+    said = [
+        ("Melanie", "I finally finished the painting of the lake at sunset, the one I started in the spring."),
+        ("Caroline", "Congrats! I spent the weekend at the adoption agency filling in forms for the home study."),
+        ("Melanie", "How did the interview go? I remember you were nervous about the questions on your income."),
+        ("Caroline", "It went well. They asked about my job at the counselling centre and my support network."),
+        ("Melanie", "My kids want to go camping at the lake again in August, the tent still smells of smoke."),
+        ("Caroline", "Take me with you! I have not slept under the stars since the road trip to Colorado."),
+    ]
+    turns = [{"role": "user", "name": who, "content": text + " " + "We talked for a long while about it. " * 4}
+             for who, text in said]  # fmt: skip
+    mem = memory(stack, TENANT, claw=claw, user_id="alice")
+    ep = mem.add(turns, session_id="s-1", occurred_at="2026-04-01T10:00:00Z").episode_id
+    mem.wait_indexed([ep], timeout_s=120)
+    with http(stack, TENANT, claw) as h:
+        bundle = ok(h.post("/kstar/v1/export", json={}))
+    [exported] = bundle["extensions"]["hivemem"]["kmms_episodes"]
+    assert exported["turn_layout"] == [{"role": "user", "name": t["name"], "chars": len(t["content"])} for t in turns]
+    with http(stack, "kstar-b", other) as h2:
+        assert ok(h2.post("/kstar/v1/import", json={"bundle": bundle}))["episodes"]["imported"] == 1
+    moved = memory(stack, "kstar-b", claw=other, user_id="alice")
+    moved.wait_indexed([ep], timeout_s=120)
+    assert _unit_texts(stack, "kstar-b", other) == _unit_texts(stack, TENANT, claw)
+    assert len(_unit_texts(stack, "kstar-b", other)) == len(turns)  # a round a turn, as it was told
+    hits = moved.search("Where did Caroline go on a road trip?", k=3).hits
+    assert hits[0].text.startswith("user: Caroline: Take me with you!"), [h.text[:60] for h in hits]
