@@ -3,8 +3,9 @@
 Tables (schema ``kmms``), every row tenant-scoped by row-level security:
 - ``kmms_episodes``: L4, verbatim and immutable (only an erasure blanks the text), with the
   enrichment's entities and topics and a conversation's turns as a layout over its text (``turn_layout``:
-  a KSTAR export carries it, so an import cuts the same rounds); ``kmms_units``: its rounds/paragraphs with a full-text vector, and one of
-  the words the owner said in them (``said``, ``said_tsv``: a question about the user's life searches those);
+  a KSTAR export carries it, so an import cuts the same rounds); ``kmms_units``: its rounds/paragraphs with a
+  full-text vector, and one of the words the owner said in them (``said``, ``said_tsv``: a question about the
+  user's life searches those);
 - ``kmms_nodes``: L1 abstractions, L2 facts, L3 summaries with versions, validity windows,
   status CURRENT/SUPERSEDED and SUPERSEDES links, strength and reinforcement;
 - ``kmms_l0``: the availability index (entities and topics per memory: an O(1) primary-key probe);
