@@ -46,7 +46,7 @@ def clean_text(value: str) -> str:
 
 def speaker_name(value: str) -> str:
     """A speaker's name is one line of text without edge spaces: a turn reads ``role: name: content``
-    (``governance.kmms.phrasing.turn_line``), so a line break in a name would forge a turn."""
+    (``governance.transcripts.turn_line``), so a line break in a name would forge a turn."""
     clean_text(value)
     if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in value):
         raise ValueError("must be one line without control characters (no line break, no tab)")

@@ -14,13 +14,12 @@ the subject (stage 2's NER is for CAML, where content is shared across operators
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal
 
 from contracts.models import EpisodePayload, EpisodeTurn
-from governance.kmms.phrasing import turn_line
 from governance.pii.regex_stage import redact
+from governance.transcripts import render
 
 PiiPolicy = Literal["redact", "reject"]
 
@@ -51,21 +50,6 @@ class EpisodeRefusal:
     detail: str
 
 
-class Turn(Protocol):
-    """A turn as the wire (``EpisodeTurn``) and the KMMS log (``KmmsTurn``) both hold it."""
-
-    @property
-    def role(self) -> str: ...
-    @property
-    def content(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-
-
-def render(turns: Sequence[Turn], content: str) -> str:
-    return "\n".join(turn_line(t.role, t.content, t.name) for t in turns) if turns else content
-
-
 def content_hash(scope: MemoryScope, thread_id: str, text: str) -> str:
     return hashlib.sha256(f"{scope.key}\n{thread_id}\n{text}".encode()).hexdigest()
 
@@ -90,28 +74,3 @@ def judge(scope: MemoryScope, p: EpisodePayload, policy: PiiPolicy) -> StoredEpi
         return EpisodeRefusal("PII_REJECTED", "the episode holds personal data (" + ", ".join(cats) + ")")
     # The hash is over what is stored, so a redacted copy and its original are one episode.
     return StoredEpisode(text, tuple(redacted_turns), content_hash(scope, p.thread_id, text), tuple(cats))
-
-
-def turn_layout(turns: Sequence[Turn]) -> list[dict[str, object]]:
-    """Where each turn lies in the content ``render`` made of them: its role, its speaker's name and its length in
-    characters. With that content it gives the turns back (``turns_from_layout``): the read model keeps a
-    conversation's rounds (an export carries them, an import cuts the same units) without holding its text twice."""
-    return [{"role": t.role, "name": t.name, "chars": len(t.content)} for t in turns]
-
-
-def turns_from_layout(content: str, layout: Sequence[Mapping[str, Any]]) -> list[EpisodeTurn]:
-    """The turns ``layout`` (``turn_layout``) finds in ``content``; [] when they do not render back to it exactly
-    (no layout, a layout of other content, or one a turn cannot be made of): the episode is then its content."""
-    turns: list[EpisodeTurn] = []
-    at = 0
-    try:
-        for i, item in enumerate(layout):
-            role, name, chars = str(item["role"]), str(item["name"]), int(item["chars"])
-            head = ("\n" if i else "") + (f"{role}: {name}: " if name else f"{role}: ")
-            if chars < 1 or not content.startswith(head, at):
-                return []
-            at += len(head) + chars
-            turns.append(EpisodeTurn(role=role, content=content[at - chars : at], name=name))  # type: ignore[arg-type]
-    except (KeyError, TypeError, ValueError):  # a pydantic ValidationError is a ValueError
-        return []
-    return turns if at == len(content) and render(turns, "") == content else []

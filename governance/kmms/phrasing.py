@@ -38,14 +38,6 @@ _SPEAKER = re.compile(r"^\s*(?P<role>user|human|assistant|ai|bot|system|tool)\s*
 OWNER_ROLES = frozenset({"user", "human"})
 
 
-def turn_line(role: str, content: str, name: str = "") -> str:
-    """A turn as a transcript line: ``role: content``, a named speaker's ``role: name: content`` ("user: Melanie: I
-    painted a lake."). The role prefix stays first, so every reader of ``role: `` lines (``speaker_lines``,
-    ``embedding_text``, ``said_text``, ``strip_roles``, the ``said`` backfill of migration 27) reads a named turn
-    as the role's, and the name is part of the words it says: embedded, indexed for full text, shown in a hit."""
-    return f"{role}: {name}: {content}" if name else f"{role}: {content}"
-
-
 def speaker_lines(text: str) -> list[tuple[str | None, str]]:
     """(speaker, words) for each line of a transcript ("user: ...", "assistant: ..."), the role prefix taken
     off and lower-cased. A line without a prefix continues the turn above it: a long reply's later paragraphs

@@ -1,6 +1,6 @@
 """The names of a conversation's speakers are labels, not what a question asks about.
 
-A named turn reads ``user: Melanie: I painted a lake.`` (``phrasing.turn_line``; a transcript pasted as
+A named turn reads ``user: Melanie: I painted a lake.`` (``governance.transcripts.turn_line``; a transcript pasted as
 "Melanie: ..." reads the same), and its vector is computed from ``Melanie: I painted a lake.``. Every one of
 Melanie's turns carries her name, and so does "What did Melanie paint?": to all-MiniLM-L6-v2 the shared name makes
 the question close to all of them, and her turn about painting is one among hundreds. So the question is embedded

@@ -2,8 +2,8 @@
 
 A conversation is cut into rounds (a user turn and the replies that follow it, up to the next user
 turn), because a question usually matches what the user said together with the answer to it; a named turn's
-line carries its speaker ("user: Melanie: ...", ``phrasing.turn_line``), an unnamed one is "user: ..."; other
-content is cut into paragraphs of at most ~``MAX_CHARS`` characters. Hits on units roll up to their
+line carries its speaker ("user: Melanie: ...", ``governance.transcripts.turn_line``), an unnamed one is
+"user: ..."; other content is cut into paragraphs of at most ~``MAX_CHARS`` characters. Hits on units roll up to their
 episode (and session). Pure, so the embedder and the read model cut the same units.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contracts.kmms_records import KmmsEpisode
-from governance.kmms.phrasing import turn_line
 from governance.sentences import split_sentences
+from governance.transcripts import turn_line
 
 MAX_CHARS = 1_200  # ~256 word pieces, the embedding model's window
 MAX_SENTENCES = 8  # sentence vectors per unit, beyond its own

@@ -16,8 +16,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
 
 from contracts.models import MAX_EPISODE, MAX_ID, MAX_LABEL, SpeakerName
-from governance.kmms.phrasing import strip_roles, turn_line
+from governance.kmms.phrasing import strip_roles
 from governance.kmms.statement import question_vectors
+from governance.transcripts import turn_line
 from inference.embedding_base import EmbeddingError
 from projections.auth import Principal
 from projections.gate.gateway import EnvelopeIn, envelope_from_request

@@ -24,9 +24,9 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from contracts.kmms_records import KmmsEvent, KmmsNode
-from governance.kmms.episodes import turn_layout
 from governance.kmms.phrasing import fact_terms, said_text
 from governance.kmms.units import units_of
+from governance.transcripts import turn_layout
 from projections.kmms.sql import UNIT_OF_SQL
 from projections.read_models import copy_insert
 

@@ -22,7 +22,7 @@ TTL_S = 60.0
 _KEPT_MAX = 10_000  # memories kept; a bound, not an LRU: the next search of one dropped reads it again
 _kept: dict[tuple[str, str, str], tuple[float, frozenset[str]]] = {}
 
-# Each turn's label: what ``phrasing.turn_line`` writes after the role for a named turn.
+# Each turn's label: what ``governance.transcripts.turn_line`` writes after the role for a named turn.
 _LABELS = (
     "SELECT m[1] FROM (SELECT u.text FROM kmms.kmms_units u WHERE u.tenant = %s AND u.claw_id = %s AND u.scope = %s "
     "ORDER BY u.occurred_at DESC LIMIT %s) r, regexp_matches(r.text, '(?:^|\n)(?:user|assistant): ([^:\n]{1,40}): ', "

@@ -29,10 +29,10 @@ import psycopg
 
 from contracts.models import ClamPayload, Envelope, EpisodePayload, KstarPayload
 from governance.identity import TenantPolicy, derive_deployment_key
-from governance.kmms.episodes import turns_from_layout
 from governance.kstar import bundle as b
 from governance.kstar.apply import content_hash
 from governance.signing import HmacSigner
+from governance.transcripts import turns_from_layout
 from producers.envelopes import build_envelope
 from projections.queries import bind_tenant
 

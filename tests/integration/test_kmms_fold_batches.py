@@ -28,9 +28,9 @@ from contracts.kmms_records import (
     encode_kmms,
 )
 from contracts.topics import TopicNames
-from governance.kmms.episodes import turn_layout
 from governance.kmms.phrasing import fact_terms, said_text
 from governance.kmms.units import units_of
+from governance.transcripts import turn_layout
 from hivemem.stack import Stack
 from projections.kmms import read_model as kmms_model
 from projections.kmms.read_model import _EP, _NODE, KmmsProjection

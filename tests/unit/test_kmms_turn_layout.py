@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from contracts.kmms_records import KmmsEpisode, KmmsTurn
 from contracts.models import EpisodeTurn
-from governance.kmms.episodes import render, turn_layout, turns_from_layout
 from governance.kmms.units import units_of
 from governance.kstar.bundle import BundleError
+from governance.transcripts import render, turn_layout, turns_from_layout
 from projections.kstar.io import episode_payload
 
 # Texts as a chat holds them: several lines, colons, a line that looks like another speaker's.
