@@ -131,7 +131,7 @@ def test_auth_errors_and_health(stack: Stack) -> None:
         expired = mint_token(stack.settings.load_config().token_secret, "acme", "t", ttl_s=-10)
         r = h.get("/api/v1/claws", headers={"Authorization": f"Bearer {expired}"})
         assert (r.status_code, r.json()["code"]) == (401, "AUTH_EXPIRED")
-        forged = mint_token(b"not-the-secret", "acme", "t")
+        forged = mint_token(b"not-the-secret-of-this-deployment", "acme", "t")
         assert h.get("/api/v1/claws", headers={"Authorization": f"Bearer {forged}"}).json()["code"] == "AUTH_INVALID"
         assert "hivemem_http_requests_total" in h.get("/metrics").text
         assert "/api/v1/envelopes" in h.get("/openapi.json").json()["paths"]
