@@ -677,8 +677,8 @@ def main(argv: list[str]) -> int:
                       f"holds), SQL on the application role  [load {load()}]")  # fmt: skip
             out.print(f"   {dist(lookups, digits=2)}")
             if args.replay and not existing:  # before --scale, which grows the read model beside the log
-                out.print(f"\n{n + 2}. the KMMS read model rebuilt from the log, as `hivemem replay kmms` does  "
-                          f"[load {load()}]")  # fmt: skip
+                out.print(f"\n{n + 2}. the KMMS read model rebuilt from the log, as `hivemem replay --projection kmms` "
+                          f"does  [load {load()}]")  # fmt: skip
                 out.print(f"   {timed_replay(settings, 'kmms', progress)}")
                 n += 1
             if args.scale:

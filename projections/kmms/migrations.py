@@ -356,5 +356,6 @@ def kmms_turn_layout_migration() -> list[str]:
     """Each episode's turns as a layout over its content (``turn_layout``: role, name and length of each turn): an
     export carries a conversation's turns, and an import cuts the same rounds. An episode stored before has none
     (the log has its turns; the read model held only their rendered text) and is exported as its content alone,
-    until ``hivemem replay kmms`` rebuilds the read model from the log."""
+    until ``hivemem replay --projection kmms`` rebuilds the read model from the log (that replay reports
+    ``kmms_episodes`` different, by the layouts it fills in, and replaces the table)."""
     return ["ALTER TABLE kmms.kmms_episodes ADD COLUMN IF NOT EXISTS turn_layout jsonb NOT NULL DEFAULT '[]'"]
