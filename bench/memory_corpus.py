@@ -993,9 +993,10 @@ def from_longmemeval(path: str | Path, limit: int | None = None, sample: int | N
                      sample_skip: int = 0) -> Corpus:  # fmt: skip
     """The public LongMemEval JSON (a list of questions, each with its own haystack) as a ``Corpus``: one user per
     question (``lme-<question_id>``), abstention for ids ending in ``_abs``, each question asked at the end of its
-    day (``_lme_question_date``). Knowledge-update questions have no
-    ``current_session_id`` there (current-vs-superseded is not scored for them). ``limit``: the file's first N
-    questions; ``sample``: N drawn by ``lme_draw`` (after ``sample_skip``), in the file's order."""
+    day (``_lme_question_date``). A knowledge-update question with two evidence sessions or more has its latest one as
+    ``current_session_id`` (LongMemEval asks for the value the last of them tells; no ``superseded_value``: its hits
+    are labelled by session, ``bench.memory_metrics``). ``limit``: the file's first N questions; ``sample``: N drawn
+    by ``lme_draw`` (after ``sample_skip``), in the file's order."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))[:limit]
     if sample is not None:
         drawn = lme_draw([str(item["question_id"]) for item in data], sample, sample_skip)
@@ -1019,9 +1020,11 @@ def from_longmemeval(path: str | Path, limit: int | None = None, sample: int | N
         asked = _lme_question_date(item["question_date"])
         users.append(User(uid, sessions[-1].occurred_at if sessions else asked, sessions))
         category = "abstention" if abstain else _LME_CATEGORY.get(item["question_type"], "single-session")
+        told = [s for s in sessions if s.session_id in evidence]  # in time order; the last tells the current value
+        current = told[-1].session_id if category == "knowledge-update" and len(told) > 1 else None
         questions.append(Question(qid, uid, str(item["question"]), asked,
                                   UNKNOWN if abstain else str(item["answer"]), evidence, category,
-                                  fact_kind=str(item["question_type"])))  # fmt: skip
+                                  current_session_id=current, fact_kind=str(item["question_type"])))  # fmt: skip
     return Corpus(0, users, questions, source=f"longmemeval:{Path(path).name}")
 
 

@@ -12,7 +12,8 @@ event and validity times, the L2 fact value if any), its overall confidence and 
   1 if top-k sessions ∩ evidence is non-empty, else 0. Both averaged over questions.
 * **NDCG@k** (binary relevance over the ranked sessions): DCG = Σ_{i=1..k} rel_i / log2(i + 1), ideal DCG =
   Σ_{i=1..min(|evidence|, k)} 1 / log2(i + 1), NDCG = DCG / IDCG.
-* **current-vs-superseded** (knowledge-update questions with a ``current_session_id`` and a ``superseded_value``):
+* **current-vs-superseded** (knowledge-update questions with a ``current_session_id``: the generated corpus's, with
+  a ``superseded_value`` too, and LongMemEval's of two evidence sessions or more, whose latest is the current one):
   each hit is labelled CURRENT, SUPERSEDED or neither. A hit with an L2 ``fact_value`` is labelled by value: CURRENT
   if it matches the expected (newer) answer, SUPERSEDED if it matches the superseded value (a match is a whole-word
   phrase containment either way after case folding, dropping punctuation and the articles a/an/the: "a Kia Niro"
@@ -179,7 +180,7 @@ def label(hit: RankedHit, gold: Gold) -> str | None:
 
 def current_wins(hits: Sequence[RankedHit], gold: Gold) -> bool | None:
     """True when a CURRENT hit ranks before every SUPERSEDED one; None for questions it does not apply to."""
-    if gold.category != "knowledge-update" or gold.current_session_id is None or gold.superseded_value is None:
+    if gold.category != "knowledge-update" or gold.current_session_id is None:
         return None
     for h in hits:
         lab = label(h, gold)

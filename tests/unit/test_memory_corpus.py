@@ -203,6 +203,13 @@ def test_longmemeval_conversion(tmp_path: Path) -> None:
     data[0]["question_type"] = "single-session-assistant"
     path.write_text(json.dumps(data))
     assert from_longmemeval(path).questions[0].category == ASSISTANT
+    # A knowledge update told in two sessions: the later one (by date, not by file order) holds the current value.
+    data[0] |= {"question_type": "knowledge-update", "answer_session_ids": ["a", "b"]}
+    data[1] |= {"question_type": "knowledge-update"}
+    path.write_text(json.dumps(data))
+    q1, q2 = from_longmemeval(path).questions
+    assert (q1.category, q1.current_session_id, q1.superseded_value) == ("knowledge-update", "lme-q1-a", None)
+    assert q2.current_session_id is None  # one evidence session: nothing to order
 
 
 # --- shape="long": LongMemEval-sized replies and the single-session-assistant questions ---------------------------

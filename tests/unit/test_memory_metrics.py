@@ -101,6 +101,15 @@ def test_current_wins() -> None:
     assert current_wins([h("new")], Gold("knowledge-update", QD, ("new",), "Porto")) is None  # no current session
 
 
+def test_current_wins_by_session_when_no_superseded_value_is_known() -> None:
+    """LongMemEval's knowledge-update questions: the latest evidence session is the current one, no old value."""
+    lme = Gold("knowledge-update", QD, ("old", "new"), answer="three bikes", current_session_id="new")
+    assert current_wins([h("x"), h("new"), h("old")], lme) is True
+    assert current_wins([h("old"), h("new")], lme) is False
+    assert current_wins([h(None, "three bikes"), h("old")], lme) is True  # a fact with the answer's value
+    assert current_wins([h(None, "two bikes"), h("old"), h("new")], lme) is False  # a fact of neither: not counted
+
+
 def test_future_leaks_count_hits_after_the_question_date() -> None:
     hits = [h("a"), h("b", occurred=AFTER), h("c", occurred=BEFORE, valid_from=AFTER), h("d", occurred=QD),
             h("e", occurred=None), h("f", occurred=AFTER, valid_from=AFTER),
