@@ -1,4 +1,4 @@
-"""A conversation's turns as a layout over its rendered content (governance/kmms/episodes.py): the read model keeps
+"""A conversation's turns as a layout over its rendered content (governance/transcripts.py): the read model keeps
 the layout, a KSTAR export carries it, and an import gives the same turns back, so the same rounds are cut."""
 
 from __future__ import annotations
