@@ -50,7 +50,7 @@ def turns_from_layout(content: str, layout: Sequence[Mapping[str, Any]]) -> list
     try:
         for i, item in enumerate(layout):
             role, name, chars = str(item["role"]), str(item["name"]), int(item["chars"])
-            head = ("\n" if i else "") + (f"{role}: {name}: " if name else f"{role}: ")
+            head = ("\n" if i else "") + turn_line(role, "", name)  # the line's prefix, as ``render`` writes it
             if chars < 1 or not content.startswith(head, at):
                 return []
             at += len(head) + chars

@@ -77,7 +77,7 @@ _TABLES = (
         ("event_id", "text NOT NULL"), ("logged_at", "bigint NOT NULL"), ("primary_entity", "text"),
         ("primary_topic", "text"), ("entities", "text[] NOT NULL DEFAULT '{}'"),
         ("topics", "text[] NOT NULL DEFAULT '{}'"), ("erased", "boolean NOT NULL DEFAULT false"),
-        # A conversation's turns as a layout over ``content`` (governance/kmms/episodes.py, ``turn_layout``).
+        # A conversation's turns as a layout over ``content`` (governance/transcripts.py, ``turn_layout``).
         ("turn_layout", "jsonb NOT NULL DEFAULT '[]'"),
     ), ("tenant", "episode_id")),
     Table("kmms_units", (
