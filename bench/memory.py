@@ -1,8 +1,9 @@
 """``hivemem bench memory``: per-agent long-term memory (KMMS) on a LongMemEval-shaped benchmark or a public one.
 
-The corpus (``--dataset synthetic``: ``bench.memory_corpus``, seeded; ``--dataset locomo|longmemeval|realtalk --file
-PATH``: the public files, ``bench.memory_public``; or ``--corpus`` to load a saved one) has users with a haystack of
-timestamped sessions each and questions with a question date and evidence sessions. This bench:
+The corpus (``--dataset synthetic``: ``bench.memory_corpus``, seeded; ``--dataset
+locomo|longmemeval|realtalk|realmem --file PATH``: the public files, ``bench.memory_public``; or ``--corpus`` to
+load a saved one) has users with a haystack of timestamped sessions each and questions with a question date and
+evidence sessions. This bench:
 
 0. computes the plain baseline on the same units (``bench.memory_baseline``: HiveMem's rounds, the same embedder,
    max-cosine and BM25 per session, reciprocal-rank fusion; ``--no-baseline`` skips it), before the stack starts;
@@ -528,9 +529,10 @@ def main(argv: list[str]) -> int:
                     "questions")  # fmt: skip
     ap.add_argument("--modes", default="hybrid,vector,text", help="search modes to run, comma-separated")
     ap.add_argument("--dataset", choices=DATASETS, default="synthetic", help="the corpus: generated (synthetic), or "
-                    "public data (--file): locomo10.json, LongMemEval's JSON, REALTALK's chats")  # fmt: skip
-    ap.add_argument("--file", type=Path, default=None, help="with --dataset locomo|longmemeval|realtalk: the "
-                    "dataset's file (realtalk: one chat's file or the directory of them)")  # fmt: skip
+                    "public data (--file): locomo10.json, LongMemEval's JSON, REALTALK's chats, RealMem's "
+                    "dialogues")  # fmt: skip
+    ap.add_argument("--file", type=Path, default=None, help="with --dataset locomo|longmemeval|realtalk|realmem: "
+                    "the dataset's file (realtalk, realmem: one file or the directory of them)")  # fmt: skip
     ap.add_argument("--longmemeval", type=Path, default=None, metavar="FILE",
                     help="same as --dataset longmemeval --file FILE")  # fmt: skip
     ap.add_argument("--photos", action="store_true", help="with --dataset locomo: a turn that shares a photo ends "
@@ -558,7 +560,7 @@ def main(argv: list[str]) -> int:
                     "or -locomo.txt, -longmemeval.txt)")  # fmt: skip
     ap.add_argument("--corpus", type=Path, default=None, help="a saved corpus (Corpus.save JSON) instead of generating")
     ap.add_argument("--limit", type=int, default=None, help="with --dataset longmemeval: its first N questions; "
-                    "locomo, realtalk: its first N conversations")  # fmt: skip
+                    "locomo, realtalk: its first N conversations; realmem: its first N people's files")  # fmt: skip
     ap.add_argument("--sample", type=int, default=None, metavar="N", help="with --dataset longmemeval: N questions "
                     "drawn by a fixed hash of their ids (the same on every machine)")  # fmt: skip
     ap.add_argument("--sample-skip", type=int, default=0, metavar="M", help="with --sample: the draw's questions "
@@ -624,6 +626,11 @@ def main(argv: list[str]) -> int:
         out.print("REALTALK, by LoCoMo's protocol: each chat a memory, each session one episode at its date, every "
                   f"message {_turns(args.roles, one=True)} 'Speaker: text'; each question asked one day after its "
                   "chat's last session; an evidence id's session is the one holding that message")  # fmt: skip
+    if args.dataset == "realmem" and not args.corpus:
+        out.print("RealMem: each person's file a memory, each session one episode (a day's sessions 10 minutes apart "
+                  "from 08:00 UTC, in the file's order), user and assistant messages as they are; each query asked "
+                  "one second before its own session, its evidence the earlier sessions its reply's memory "
+                  "names (bench/memory_realmem.py)")  # fmt: skip
     out.print(
         f"scoring: session recall over the first distinct sessions of k={args.k} hits; L1-L3 node hits "
         + ("count for the sessions of the episodes they cite" if args.node_hits == "cite" else "skipped")

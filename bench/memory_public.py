@@ -34,6 +34,8 @@ categories 1-3), read by LoCoMo's protocol above, with three differences the dat
   "D18:2-D18:8" stands for every id in it.
 
 **LongMemEval** (the ``_s`` / ``_m`` / ``_oracle`` JSON): ``bench.memory_corpus.from_longmemeval``.
+
+**RealMem** (zhiyuan5986/RealMemBench, ``dataset/*_dialogues_256k.json``): ``bench.memory_realmem.from_realmem``.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.memory_corpus import CATEGORIES, Corpus, Question, Session, Turn, User, from_longmemeval, generate, iso
+from bench.memory_realmem import from_realmem
 
-DATASETS = ("synthetic", "locomo", "longmemeval", "realtalk")
+DATASETS = ("synthetic", "locomo", "longmemeval", "realtalk", "realmem")
 # Whose turns are ``user`` messages in LoCoMo and REALTALK: everyone's ("user", the protocol), or the first
 # speaker's, the other's ``assistant`` ones ("pair").
 ROLES = ("user", "pair")
@@ -255,4 +258,6 @@ def load_corpus(dataset: str, path: Path | None, *, limit: int | None = None, ph
         return from_longmemeval(path, limit, sample, sample_skip)
     if dataset == "realtalk":
         return from_realtalk(path, limit, roles)
+    if dataset == "realmem":
+        return from_realmem(path, limit)
     raise ValueError(f"unknown dataset {dataset!r}; choose {', '.join(DATASETS)}")
