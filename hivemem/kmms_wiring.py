@@ -1,7 +1,8 @@
 """Wiring KMMS's back-ends from the environment: the enricher (``HIVEMEM_KMMS_NER``), the
 consolidator (an OpenAI-compatible LLM at ``HIVEMEM_LLM_URL``, else the local deterministic one)
 the consolidation batch (``HIVEMEM_KMMS_BATCH``, default 3 episodes per entity and topic) and whether a user's
-round of several sentences has each sentence embedded as well (``HIVEMEM_KMMS_ROUND_SENTENCES``, default off)."""
+round of several sentences has each sentence embedded as well (``HIVEMEM_KMMS_ROUND_SENTENCES``, default off) and
+whether a round's vector reads its replies too (``HIVEMEM_KMMS_ROUND_REPLIES``, default off)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,18 @@ def consolidation_batch() -> int:
     return int(raw)
 
 
-def round_sentences() -> bool:
-    raw = os.environ.get("HIVEMEM_KMMS_ROUND_SENTENCES", "0").strip().lower()
+def _switch(name: str) -> bool:
+    raw = os.environ.get(name, "0").strip().lower()
     if raw not in ("0", "1", "true", "false", "yes", "no", ""):
-        raise ValueError(f"HIVEMEM_KMMS_ROUND_SENTENCES must be 0 or 1, not {raw!r}")
+        raise ValueError(f"{name} must be 0 or 1, not {raw!r}")
     return raw in ("1", "true", "yes")
+
+
+def round_sentences() -> bool:
+    return _switch("HIVEMEM_KMMS_ROUND_SENTENCES")
+
+
+def round_replies() -> bool:
+    """Whether a round's vector reads its replies too (``HIVEMEM_KMMS_ROUND_REPLIES``, default off: its user's
+    lines only, ``governance.kmms.phrasing.embedding_text``)."""
+    return _switch("HIVEMEM_KMMS_ROUND_REPLIES")

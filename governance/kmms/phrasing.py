@@ -114,14 +114,15 @@ def between_people(unit_text: str) -> bool:
     return any(role != "user" for role, _ in lines) and all(name is not None for _, name in lines)
 
 
-def embedding_text(unit_text: str) -> str:
+def embedding_text(unit_text: str, replies: bool = False) -> str:
     """A round's vector is computed from what the user said in it (an assistant's replies, often long and
     generic, drown it: on the memory benchmark's corpus, session recall@5 by vector went from 0.57
     with whole rounds to 0.62 with the user's lines); a unit without user lines loses its prefixes. A round
     between named people (``between_people``) is embedded whole, without its prefixes: both speakers' words are
     the memory (LoCoMo's and REALTALK's chats with the second speaker as the assistant, ``hivemem bench memory
-    --roles pair``: session recall@5 by vectors alone 0.771 -> 0.812 and 0.735 -> 0.762, docs/kmms.md)."""
-    if between_people(unit_text):
+    --roles pair``: session recall@5 by vectors alone 0.771 -> 0.812 and 0.735 -> 0.762, docs/kmms.md). With
+    ``replies`` every round is embedded whole, the replies' words too (``HIVEMEM_KMMS_ROUND_REPLIES``)."""
+    if replies or between_people(unit_text):
         return _ROLE.sub("", unit_text)
     said = [line[6:] for line in unit_text.split("\n") if line.startswith("user: ")]
     return "\n".join(said) if said else _ROLE.sub("", unit_text)

@@ -36,9 +36,11 @@ def node_text(ev: KmmsEvent) -> str | None:
 
 
 class KmmsEmbedderProcessor(StatelessEmbedder):
-    def __init__(self, names: TopicNames, embedder: Embedder, round_sentences: bool = False) -> None:
+    def __init__(self, names: TopicNames, embedder: Embedder, round_sentences: bool = False,
+                 round_replies: bool = False) -> None:  # fmt: skip
         super().__init__(names, embedder, kmms_embedder_name(embedder.model_id))
         self.round_sentences = round_sentences
+        self.round_replies = round_replies
 
     def input_topics(self) -> list[str]:
         return [self.names.kmms_events]
@@ -52,8 +54,9 @@ class KmmsEmbedderProcessor(StatelessEmbedder):
                 for u in units_of(ev.episode):
                     said = embedding_text(u.text)
                     user = any(line.startswith("user: ") for line in u.text.split("\n"))
-                    todo.append((rec, ev, u.unit_id, said, unit_voice(said, conversation=conversation,
-                                                                      user_lines=user)))  # fmt: skip
+                    embedded = embedding_text(u.text, replies=True) if self.round_replies else said
+                    todo.append((rec, ev, u.unit_id, embedded, unit_voice(said, conversation=conversation,
+                                                                          user_lines=user)))  # fmt: skip
                     # A document's sentences, and a user's (each with its own voice) if ``round_sentences``: on
                     # public conversations (LoCoMo, LongMemEval) they changed no ranking and were 70 % of the
                     # vectors, most of the time to searchable. A reply piece has its own vector only: its

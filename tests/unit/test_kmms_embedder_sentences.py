@@ -1,4 +1,5 @@
-"""What the KMMS embedder embeds of an episode: a user's round as one vector by default, its sentences too only
+"""What the KMMS embedder embeds of an episode: a user's round as one vector of its user's lines by default (its replies
+too with ``round_replies``, HIVEMEM_KMMS_ROUND_REPLIES), its sentences too only
 with ``round_sentences`` (HIVEMEM_KMMS_ROUND_SENTENCES); a document's sentences always (docs/kmms.md)."""
 
 from __future__ import annotations
@@ -76,3 +77,26 @@ def test_the_setting_reads_0_or_1_and_refuses_anything_else(monkeypatch: pytest.
     monkeypatch.setenv("HIVEMEM_KMMS_ROUND_SENTENCES", "sometimes")
     with pytest.raises(ValueError, match="HIVEMEM_KMMS_ROUND_SENTENCES"):
         round_sentences()
+
+
+def _texts(round_replies: bool) -> list[str]:
+    embedder = CountingEmbedder()
+    KmmsEmbedderProcessor(NAMES, embedder, round_replies=round_replies).process([_stored(True)], 6_000)
+    return embedder.texts
+
+
+def test_a_rounds_vector_reads_its_replies_only_with_round_replies() -> None:
+    assert _texts(round_replies=False) == [SAID]
+    assert _texts(round_replies=True) == [f"{SAID}\nNoted."]
+
+
+def test_round_replies_reads_0_or_1_and_refuses_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hivemem.kmms_wiring import round_replies
+
+    monkeypatch.delenv("HIVEMEM_KMMS_ROUND_REPLIES", raising=False)
+    assert round_replies() is False
+    monkeypatch.setenv("HIVEMEM_KMMS_ROUND_REPLIES", "1")
+    assert round_replies() is True
+    monkeypatch.setenv("HIVEMEM_KMMS_ROUND_REPLIES", "maybe")
+    with pytest.raises(ValueError, match="HIVEMEM_KMMS_ROUND_REPLIES"):
+        round_replies()
