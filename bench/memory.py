@@ -1,7 +1,7 @@
 """``hivemem bench memory``: per-agent long-term memory (KMMS) on a LongMemEval-shaped benchmark or a public one.
 
 The corpus (``--dataset synthetic``: ``bench.memory_corpus``, seeded; ``--dataset
-locomo|longmemeval|realtalk|realmem --file PATH``: the public files, ``bench.memory_public``; or ``--corpus`` to
+locomo|longmemeval|realtalk|realmem|beam --file PATH``: the public files, ``bench.memory_public``; or ``--corpus`` to
 load a saved one) has users with a haystack of timestamped sessions each and questions with a question date and
 evidence sessions. This bench:
 
@@ -530,9 +530,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--modes", default="hybrid,vector,text", help="search modes to run, comma-separated")
     ap.add_argument("--dataset", choices=DATASETS, default="synthetic", help="the corpus: generated (synthetic), or "
                     "public data (--file): locomo10.json, LongMemEval's JSON, REALTALK's chats, RealMem's "
-                    "dialogues")  # fmt: skip
-    ap.add_argument("--file", type=Path, default=None, help="with --dataset locomo|longmemeval|realtalk|realmem: "
-                    "the dataset's file (realtalk, realmem: one file or the directory of them)")  # fmt: skip
+                    "dialogues, BEAM's chats")  # fmt: skip
+    ap.add_argument("--file", type=Path, default=None, help="with a public --dataset: the dataset's file "
+                    "(realtalk, realmem: one file or the directory of them; beam: a scale's directory, chats/100K, "
+                    "or one conversation's)")  # fmt: skip
     ap.add_argument("--longmemeval", type=Path, default=None, metavar="FILE",
                     help="same as --dataset longmemeval --file FILE")  # fmt: skip
     ap.add_argument("--photos", action="store_true", help="with --dataset locomo: a turn that shares a photo ends "
@@ -560,7 +561,7 @@ def main(argv: list[str]) -> int:
                     "or -locomo.txt, -longmemeval.txt)")  # fmt: skip
     ap.add_argument("--corpus", type=Path, default=None, help="a saved corpus (Corpus.save JSON) instead of generating")
     ap.add_argument("--limit", type=int, default=None, help="with --dataset longmemeval: its first N questions; "
-                    "locomo, realtalk: its first N conversations; realmem: its first N people's files")  # fmt: skip
+                    "locomo, realtalk, beam: its first N conversations; realmem: its first N files")  # fmt: skip
     ap.add_argument("--sample", type=int, default=None, metavar="N", help="with --dataset longmemeval: N questions "
                     "drawn by a fixed hash of their ids (the same on every machine)")  # fmt: skip
     ap.add_argument("--sample-skip", type=int, default=0, metavar="M", help="with --sample: the draw's questions "
@@ -631,6 +632,10 @@ def main(argv: list[str]) -> int:
                   "from 08:00 UTC, in the file's order), user and assistant messages as they are; each query asked "
                   "one second before its own session, its evidence the earlier sessions its reply's memory "
                   "names (bench/memory_realmem.py)")  # fmt: skip
+    if args.dataset == "beam" and not args.corpus:
+        out.print("BEAM: each conversation a memory, each exchange (a user message and its replies) one episode at "
+                  "its batch's time anchor, a minute apart; each question asked one day after the last exchange, "
+                  "its evidence the exchanges holding its source messages (bench/memory_beam.py)")  # fmt: skip
     out.print(
         f"scoring: session recall over the first distinct sessions of k={args.k} hits; L1-L3 node hits "
         + ("count for the sessions of the episodes they cite" if args.node_hits == "cite" else "skipped")

@@ -36,6 +36,8 @@ categories 1-3), read by LoCoMo's protocol above, with three differences the dat
 **LongMemEval** (the ``_s`` / ``_m`` / ``_oracle`` JSON): ``bench.memory_corpus.from_longmemeval``.
 
 **RealMem** (zhiyuan5986/RealMemBench, ``dataset/*_dialogues_256k.json``): ``bench.memory_realmem.from_realmem``.
+
+**BEAM** (mohammadtavakoli78/BEAM, ``chats/<scale>/``): ``bench.memory_beam.from_beam``.
 """
 
 from __future__ import annotations
@@ -47,10 +49,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.memory_beam import from_beam
 from bench.memory_corpus import CATEGORIES, Corpus, Question, Session, Turn, User, from_longmemeval, generate, iso
 from bench.memory_realmem import from_realmem
 
-DATASETS = ("synthetic", "locomo", "longmemeval", "realtalk", "realmem")
+DATASETS = ("synthetic", "locomo", "longmemeval", "realtalk", "realmem", "beam")
 # Whose turns are ``user`` messages in LoCoMo and REALTALK: everyone's ("user", the protocol), or the first
 # speaker's, the other's ``assistant`` ones ("pair").
 ROLES = ("user", "pair")
@@ -260,4 +263,6 @@ def load_corpus(dataset: str, path: Path | None, *, limit: int | None = None, ph
         return from_realtalk(path, limit, roles)
     if dataset == "realmem":
         return from_realmem(path, limit)
+    if dataset == "beam":
+        return from_beam(path, limit)
     raise ValueError(f"unknown dataset {dataset!r}; choose {', '.join(DATASETS)}")
