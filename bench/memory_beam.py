@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.memory_corpus import Corpus, Question, Session, Turn, User, iso
+from bench.memory_loading import mark_evidence
 
 FIRST = timedelta(hours=8)  # a batch's first exchange, UTC
 APART = timedelta(minutes=1)  # the exchanges of one batch
@@ -92,9 +93,7 @@ def _conversation(d: Path, uid: str) -> tuple[User, list[Question], int]:
             answer = next((str(item[k]) for k in _ANSWERS if item.get(k)), "")
             questions.append(Question(f"{uid}-{kind}-{i}", uid, str(item["question"]), asked, answer, evidence,
                                       kind.replace("_", "-"), fact_kind="beam"))  # fmt: skip
-    cited = {e for q in questions for e in q.evidence_session_ids}
-    for s in sessions:
-        s.role = "evidence" if s.session_id in cited else "distractor"
+    mark_evidence(sessions, questions)
     return User(uid, sessions[-1].occurred_at, sessions), questions, left
 
 

@@ -51,6 +51,7 @@ from typing import Any
 
 from bench.memory_beam import from_beam
 from bench.memory_corpus import CATEGORIES, Corpus, Question, Session, Turn, User, from_longmemeval, generate, iso
+from bench.memory_loading import data_files, mark_evidence
 from bench.memory_realmem import from_realmem
 
 DATASETS = ("synthetic", "locomo", "longmemeval", "realtalk", "realmem", "beam")
@@ -135,9 +136,7 @@ def _asked(prefix: str, uid: str, kind: str, qas: list[dict[str, Any]], evidence
                     LOCOMO_CATEGORIES[qa["category"]], fact_kind=f"{kind}-{qa['category']}")
            for i, (qa, ev) in enumerate(zip(qas, evidence, strict=True))
            if qa.get("category") in LOCOMO_CATEGORIES and ev]  # fmt: skip
-    cited = {e for q in out for e in q.evidence_session_ids}
-    for s in sessions:
-        s.role = "evidence" if s.session_id in cited else "distractor"
+    mark_evidence(sessions, out)
     return out
 
 
@@ -191,11 +190,7 @@ def realtalk_ids(evidence: list[str]) -> list[str]:
 
 
 def realtalk_files(path: str | Path) -> list[Path]:
-    p = Path(path)
-    files = sorted(p.glob("*.json")) if p.is_dir() else [p]
-    if not files:
-        raise ValueError(f"{p}: no REALTALK chat files (*.json) in it")
-    return files
+    return data_files(path, "*.json", "REALTALK chat files")
 
 
 def from_realtalk(path: str | Path, limit: int | None = None, roles: str = "user") -> Corpus:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.memory_corpus import Corpus, Question, Session, Turn, User, iso
+from bench.memory_loading import data_files, mark_evidence
 
 _ROLES = {"user": "user", "assistant": "assistant"}
 FIRST = timedelta(hours=8)  # a day's first session, UTC
@@ -38,11 +39,7 @@ APART = timedelta(minutes=10)  # the sessions of one day
 
 
 def realmem_files(path: str | Path) -> list[Path]:
-    p = Path(path)
-    files = sorted(p.glob("*_dialogues_*.json")) if p.is_dir() else [p]
-    if not files:
-        raise ValueError(f"{p}: no RealMem dialogue files (*_dialogues_*.json) in it")
-    return files
+    return data_files(path, "*_dialogues_*.json", "RealMem dialogue files")
 
 
 def category_of(name: str | None) -> str:
@@ -93,9 +90,7 @@ def _person(data: dict[str, Any], stem: str) -> tuple[User, list[Question], int]
             questions.append(Question(f"{uid}-{t.get('query_id') or f'{i}-{j}'}", uid, str(t["content"]),
                                       iso(asked), str(reply.get("content", "")), evidence,
                                       category_of(t.get("category_name")), fact_kind="realmem"))  # fmt: skip
-    cited = {e for q in questions for e in q.evidence_session_ids}
-    for session in sessions:
-        session.role = "evidence" if session.session_id in cited else "distractor"
+    mark_evidence(sessions, questions)
     now = sessions[-1].occurred_at if sessions else iso(datetime(1970, 1, 1, tzinfo=UTC))
     return User(uid, now, sessions), questions, dropped
 
