@@ -46,3 +46,9 @@ def round_replies() -> bool:
     """Whether a round's vector reads its replies too (``HIVEMEM_KMMS_ROUND_REPLIES``, default off: its user's
     lines only, ``governance.kmms.phrasing.embedding_text``)."""
     return _switch("HIVEMEM_KMMS_ROUND_REPLIES")
+
+
+def round_whole() -> bool:
+    """Whether a user's round with replies has a second vector, the whole round's (``HIVEMEM_KMMS_ROUND_WHOLE``):
+    the search then ranks it by the better of its user's lines and the whole."""
+    return _switch("HIVEMEM_KMMS_ROUND_WHOLE")

@@ -97,6 +97,12 @@ def sentences_of(unit_id: str, text: str) -> list[Unit]:
     return [Unit(f"{unit_id}{SENTENCE}{i}", i, s) for i, s in enumerate(said[:MAX_SENTENCES])]
 
 
+def whole_round_id(unit_id: str) -> str:
+    """The id of a round's second vector, its whole text with the replies (``HIVEMEM_KMMS_ROUND_WHOLE``): one of
+    the unit's own family of vectors, after its sentences', so the search ranks the round by the best of them."""
+    return f"{unit_id}{SENTENCE}{MAX_SENTENCES}"
+
+
 def is_sentence(vector_id: str) -> bool:
     return bool(_SENTENCE_ID.search(vector_id))
 

@@ -19,7 +19,7 @@ from contracts.consumers import kmms_embedder_name
 from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms, encode_kmms
 from contracts.topics import TopicNames, key_partition
 from governance.kmms.phrasing import embedding_text, fact_sentence
-from governance.kmms.units import sentences_of, units_of
+from governance.kmms.units import sentences_of, units_of, whole_round_id
 from governance.kmms.voice import Voice, sentence_voice, unit_voice
 from inference.embeddings import Embedder
 from processors.embedder_base import StatelessEmbedder, embed_or_outage
@@ -37,10 +37,11 @@ def node_text(ev: KmmsEvent) -> str | None:
 
 class KmmsEmbedderProcessor(StatelessEmbedder):
     def __init__(self, names: TopicNames, embedder: Embedder, round_sentences: bool = False,
-                 round_replies: bool = False) -> None:  # fmt: skip
+                 round_replies: bool = False, round_whole: bool = False) -> None:  # fmt: skip
         super().__init__(names, embedder, kmms_embedder_name(embedder.model_id))
         self.round_sentences = round_sentences
         self.round_replies = round_replies
+        self.round_whole = round_whole
 
     def input_topics(self) -> list[str]:
         return [self.names.kmms_events]
@@ -54,9 +55,11 @@ class KmmsEmbedderProcessor(StatelessEmbedder):
                 for u in units_of(ev.episode):
                     said = embedding_text(u.text)
                     user = any(line.startswith("user: ") for line in u.text.split("\n"))
-                    embedded = embedding_text(u.text, replies=True) if self.round_replies else said
-                    todo.append((rec, ev, u.unit_id, embedded, unit_voice(said, conversation=conversation,
-                                                                          user_lines=user)))  # fmt: skip
+                    whole = embedding_text(u.text, replies=True)
+                    voice = unit_voice(said, conversation=conversation, user_lines=user)
+                    todo.append((rec, ev, u.unit_id, whole if self.round_replies else said, voice))
+                    if user and self.round_whole and not self.round_replies and whole != said:
+                        todo.append((rec, ev, whole_round_id(u.unit_id), whole, voice))
                     # A document's sentences, and a user's (each with its own voice) if ``round_sentences``: on
                     # public conversations (LoCoMo, LongMemEval) they changed no ranking and were 70 % of the
                     # vectors, most of the time to searchable. A reply piece has its own vector only: its

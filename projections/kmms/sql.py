@@ -19,7 +19,7 @@ Conn = AsyncConnection[tuple[object, ...]]
 _LEXEME = re.compile(r"'((?:[^']|'')+)'(?::([\d,A-D]+))?")
 # A unit's vector ids: its own and its sentences' (``<unit>~s<n>``). Written out, not built by a subquery over
 # generate_series: the subquery ran once per unit, a fifth of a time window's exact ranking (62 -> 49 ms).
-FAMILY = "ARRAY[u.unit_id, " + ", ".join(f"u.unit_id || '{SENTENCE}{i}'" for i in range(MAX_SENTENCES)) + "]"
+FAMILY = "ARRAY[u.unit_id, " + ", ".join(f"u.unit_id || '{SENTENCE}{i}'" for i in range(MAX_SENTENCES + 1)) + "]"
 # The unit of a vector ``{v}`` of kind unit or sentence (``governance.kmms.units.unit_of``). Only a sentence's id is
 # cut: regexp_replace costs ~13 us a row, most of an exact scan.
 UNIT_OF_SQL = "CASE WHEN {v}.kind = 'sentence' THEN regexp_replace({v}.unit_id, '~s[0-9]+$', '') ELSE {v}.unit_id END"

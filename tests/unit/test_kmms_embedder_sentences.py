@@ -100,3 +100,36 @@ def test_round_replies_reads_0_or_1_and_refuses_anything_else(monkeypatch: pytes
     monkeypatch.setenv("HIVEMEM_KMMS_ROUND_REPLIES", "maybe")
     with pytest.raises(ValueError, match="HIVEMEM_KMMS_ROUND_REPLIES"):
         round_replies()
+
+
+def _whole(round_whole: bool, conversation: bool = True) -> list[tuple[str, str]]:
+    embedder = CountingEmbedder()
+    outs = KmmsEmbedderProcessor(NAMES, embedder, round_whole=round_whole).process([_stored(conversation)], 6_000)
+    return list(zip((decode_kmms(o.value, KmmsEmbedding).unit_id for o in outs), embedder.texts, strict=True))
+
+
+def test_round_whole_gives_a_round_with_replies_a_second_vector_of_its_whole_text() -> None:
+    assert _whole(round_whole=False) == [("e1#0", SAID)]
+    assert _whole(round_whole=True) == [("e1#0", SAID), ("e1#0~s8", f"{SAID}\nNoted.")]
+    # a document has no replies: its sentences, no whole-round vector
+    assert [u for u, _ in _whole(round_whole=True, conversation=False)] == ["e1#0", "e1#0~s0", "e1#0~s1", "e1#0~s2"]
+
+
+def test_the_whole_rounds_vector_belongs_to_its_unit() -> None:
+    from governance.kmms.units import is_sentence, unit_of, whole_round_id
+    from projections.kmms.sql import FAMILY
+
+    assert is_sentence(whole_round_id("e1#0")) and unit_of(whole_round_id("e1#0")) == "e1#0"
+    assert f"'{whole_round_id('')}'" in FAMILY  # the search reads it with the unit's own vectors
+
+
+def test_round_whole_reads_0_or_1_and_refuses_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hivemem.kmms_wiring import round_whole
+
+    monkeypatch.delenv("HIVEMEM_KMMS_ROUND_WHOLE", raising=False)
+    assert round_whole() is False
+    monkeypatch.setenv("HIVEMEM_KMMS_ROUND_WHOLE", "1")
+    assert round_whole() is True
+    monkeypatch.setenv("HIVEMEM_KMMS_ROUND_WHOLE", "maybe")
+    with pytest.raises(ValueError, match="HIVEMEM_KMMS_ROUND_WHOLE"):
+        round_whole()
