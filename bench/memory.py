@@ -69,6 +69,7 @@ from bench.memory_metrics import (
 from bench.memory_public import DATASETS, ROLES, categories, load_corpus, locomo_note
 from bench.pii import cpu_model
 from bench.replay import timed_replay
+from bench.run_settings import settings_line
 from hivemem.settings import Settings
 
 TENANT = "kmms-bench"
@@ -612,6 +613,7 @@ def main(argv: list[str]) -> int:
     out.print(f"hivemem bench memory  {started:%Y-%m-%d %H:%M} UTC")
     out.print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}; load average "
               f"{load()} before the start (the machine is shared)")  # fmt: skip
+    out.print(settings_line(os.environ))
     cats = ", ".join(f"{c} {n}" for c, n in st["by_category"].items() if n)
     out.print(f"corpus: {corpus.source} (seed {corpus.seed}), {st['users']} users, {st['sessions']:,} sessions "
               f"({st['turns_min']}-{st['turns_max']} turns, {st['turns_mean']:.1f} on average, "
