@@ -23,50 +23,38 @@ evidence sessions. This bench:
    overall, and by how much each mode beats or trails the baseline.
 
 Prints the figures and writes them to ``bench/results/memory-<date>-<users>u.txt`` (or ``--out``). Figures only:
-nothing here asserts a level. Everything this bench calls on the SDK is in the "SDK" section below.
+nothing here asserts a level. Everything this bench calls on the SDK is in ``bench.memory_sdk``; the ingest and
+the questions are ``bench.memory_run``, the scores and tables ``bench.memory_report``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import json
 import os
 import platform
-import random
-import statistics
-import threading
 import time
-from collections import Counter
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
-from confluent_kafka import Producer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
+from rich.progress import Progress
 
 from bench import BENCHES, memory_baseline, memory_compare, vector_cache
-from bench.memory_corpus import SHAPES, Corpus, Question, Session, parse_iso
-from bench.memory_layers import consolidate_locally, l0_lookup_ms
+from bench.memory_corpus import SHAPES, Corpus
+from bench.memory_layers import consolidate_locally
 from bench.memory_metrics import (
     ABSTAIN_BELOW,
-    Gold,
-    RankedHit,
     Retrieval,
-    Scores,
-    by_category,
-    cited_sessions,
     percentile,
-    score,
 )
 from bench.memory_public import DATASETS, ROLES, categories, load_corpus, locomo_note
+from bench.memory_report import context_recall, dist, dump, gold, score_run, table
+from bench.memory_run import COLUMNS, ModeRun, ingest, run_mode
+from bench.memory_sdk import NODE_HITS, l0_lookups, open_memories, sdk_close
 from bench.pii import cpu_model
 from bench.replay import timed_replay
 from bench.run_settings import settings_line
@@ -74,155 +62,10 @@ from hivemem.settings import Settings
 
 TENANT = "kmms-bench"
 RESULTS = Path(__file__).resolve().parent / "results"
-LETTERS = "abcdefghijkmnopqrstuvwxyz"
-COLUMNS = (TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-           TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
-
-
-# --- SDK: every call this bench makes on producers.claw_client / producers.memory_client -------------------------
-
-
-def open_memories(settings: Settings, tenant: str, user_ids: Sequence[str]) -> dict[str, Any]:
-    """One claw per user (``mem-<user>``, its token bound to it) and that user's memory in it."""
-    from governance.identity import HMAC_PREFIX, derive_deployment_key
-    from producers.claw_client import ClawClient, producer_config
-    from projections.auth import mint_token
-
-    api = f"http://{settings.api_host}:{settings.api_port}"
-    config = settings.load_config()
-    secret_id, op_secret = next(iter(config.tenants[tenant].operator_secrets.items()))
-    producer = Producer(producer_config(settings.require_kafka()))  # the claws' own writes (none here) share it
-    out: dict[str, Any] = {}
-    for uid in user_ids:
-        claw_id = f"mem-{uid}"[:64]
-        token = mint_token(config.token_secret, tenant, "bench", claw_id, ttl_s=12 * 3600)
-        claw = ClawClient(settings.require_kafka(), tenant, claw_id, derive_deployment_key(op_secret, tenant, claw_id),
-                          HMAC_PREFIX + secret_id, topics=settings.topics, producer=producer, api_url=api,
-                          api_token=token)  # fmt: skip
-        out[uid] = claw.memory(user_id=uid)
-    return out
-
-
-def l0_lookups(settings: Settings, tenant: str, corpus: Corpus) -> list[float]:
-    """The L0 routing step timed on the stack's database, as the application role (ms per question)."""
-    return l0_lookup_ms(settings.app_database_url(settings.load_config()), tenant, corpus)
-
-
-def sdk_add(mem: Any, s: Session, wait_ms: int) -> tuple[str, str]:
-    """(episode id, outcome): STORED | PENDING | the refusal's code (DUPLICATE_EPISODE on a re-run, ...)."""
-    eid = episode_id(s)
-    try:
-        r = mem.add(s.messages(), session_id=s.session_id, occurred_at=s.occurred_at, episode_id=eid, wait_ms=wait_ms)
-    except Exception as exc:  # the SDK's MemoryError_ carries .code
-        code = getattr(exc, "code", None)
-        if code is None:
-            raise
-        return eid, str(code)
-    return str(r.episode_id), str(r.status)
-
-
-def sdk_wait(mem: Any, episode_ids: Sequence[str], timeout_s: float) -> None:
-    mem.wait_indexed(list(episode_ids), timeout_s)
-
-
-def sdk_searchable(mem: Any, eid: str) -> bool:
-    """One check (``wait_indexed`` with no time to wait checks once, then raises TimeoutError)."""
-    try:
-        mem.wait_indexed([eid], 0)
-    except TimeoutError:
-        return False
-    return True
-
-
-NODE_HITS = ("cite", "skip")
-
-
-def _get(h: Any, name: str, camel: str) -> Any:
-    """A hit's field, from the SDK's model or from a plain dict (a result field the SDK does not model yet)."""
-    return h.get(camel, h.get(name)) if isinstance(h, dict) else getattr(h, name, None)
-
-
-def sdk_search(mem: Any, q: Question, k: int, mode: str, by_episode: dict[str, str] | None = None,
-               nodes: str = "cite") -> tuple[Retrieval, float | None]:  # fmt: skip
-    """The question searched at its date: (the result for the metrics, the server-reported ms if any). Only the
-    result's ``hits`` are ranked (not its ``context`` of derived nodes). An L4 hit is its episode's session. With
-    ``nodes="cite"`` an L1-L3 node hit (summary, fact, abstraction) counts for the sessions of the episodes it cites:
-    its ``sessionIds`` when the server lists them, else its ``sourceIds`` resolved through the nodes the result holds
-    (its hits and its ``context``) down to episode ids, those of the corpus' sessions kept; with ``"skip"`` it counts
-    for none (the bench before 2026-11-27)."""
-    res = mem.search(q.question, k=k, as_of=q.question_date, mode=mode)
-    by_episode = by_episode or {}
-    held = [*res.hits, *(getattr(res, "context", None) or [])]
-    sources = {str(_get(h, "node_id", "nodeId")): [str(x) for x in _get(h, "source_ids", "sourceIds") or []]
-               for h in held if int(_get(h, "layer", "layer") or 4) < 4}  # fmt: skip
-
-    def session_of(h: Any) -> str | None:
-        if h.session_id:
-            return str(h.session_id)
-        eid = getattr(h, "episode_id", None)
-        return by_episode.get(eid) if eid else None
-
-    def sessions_cited(h: Any) -> tuple[str, ...]:
-        told = [str(x) for x in getattr(h, "session_ids", None) or []]  # the server's own resolution, if given
-        return tuple(dict.fromkeys(told)) if told else cited_sessions(h.source_ids or [], sources, by_episode)
-
-    def cited(h: Any) -> tuple[str, ...]:
-        return () if nodes != "cite" or int(h.layer) >= 4 else sessions_cited(h)
-
-    hits = tuple(RankedHit(session_of(h), _dt(h.occurred_at), _dt(h.valid_from), h.fact_value, int(h.layer),
-                           str(h.status), float(h.similarity), str(h.text)[:160], cited(h))
-                 for h in res.hits)  # fmt: skip
-    context = tuple(RankedHit(None, layer=int(h.layer), cited=sessions_cited(h))
-                    for h in getattr(res, "context", None) or [])  # fmt: skip
-    server = getattr(res, "latency_ms", None)
-    found = Retrieval(hits, float(res.confidence), bool(res.abstained), context)
-    return found, None if server is None else float(server)
-
-
-def sdk_close(mems: dict[str, Any]) -> None:
-    for m in mems.values():
-        with contextlib.suppress(Exception):
-            m.close()
-
-
-# --- helpers ---------------------------------------------------------------------------------------------------
-
-
-def _dt(v: Any) -> datetime | None:
-    if v is None or isinstance(v, datetime):
-        return v
-    if isinstance(v, int | float):
-        return datetime.fromtimestamp(v / 1000, UTC)
-    return parse_iso(str(v))
-
-
-def episode_id(s: Session) -> str:
-    """Deterministic (a re-run finds the same episode) and letters only (no digit run for the PII scan)."""
-    digest = hashlib.sha256(f"{s.user_id}|{s.session_id}|{s.occurred_at}".encode()).digest()
-    return "ep-" + "".join(LETTERS[b % len(LETTERS)] for b in digest[:20])
-
-
-def gold(q: Question) -> Gold:
-    return Gold(q.category, parse_iso(q.question_date), tuple(q.evidence_session_ids), q.answer,
-                q.current_session_id, q.superseded_value)  # fmt: skip
-
-
-def dist(values: Sequence[float], unit: str = "ms", digits: int = 1) -> str:
-    if not values:
-        return "(no samples)"
-    return (f"p50 {percentile(values, 0.5):.{digits}f} {unit}  p95 {percentile(values, 0.95):.{digits}f} {unit}  "
-            f"p99 {percentile(values, 0.99):.{digits}f} {unit}  mean {statistics.fmean(values):.{digits}f} {unit}  "
-            f"(n={len(values)})")  # fmt: skip
 
 
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def _f(x: float, pct: bool = True) -> str:
-    if x != x:  # NaN: nothing to score
-        return "-"
-    return f"{x:.1%}" if pct else f"{x:.3f}"
 
 
 @contextlib.contextmanager
@@ -240,134 +83,6 @@ def stack(existing: bool) -> Iterator[tuple[Settings, str]]:
         yield settings, TENANT
 
 
-# --- ingest ----------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Ingest:
-    sessions: int = 0
-    seconds: float = float("nan")  # first add -> every episode searchable
-    add_ms: list[float] = field(default_factory=list)  # bulk add calls (verdict included, under load)
-    outcomes: Counter[str] = field(default_factory=Counter)
-    unindexed: int = 0
-    probe_add_ms: list[float] = field(default_factory=list)  # probes: the add call, quiet stack
-    probe_searchable_ms: list[float] = field(default_factory=list)  # probes: add call -> searchable
-
-
-STORED_LIKE = {"STORED", "PENDING", "DUPLICATE_EPISODE"}  # the episode (this id) is or will be there
-
-
-def pick_probes(corpus: Corpus, count: int, seed: int) -> set[str]:
-    """Distractor sessions held back from the bulk load and added one by one for the latency figure."""
-    evidence = {e for q in corpus.questions for e in q.evidence_session_ids}
-    pool = sorted(s.session_id for u in corpus.users for s in u.sessions
-                  if s.role == "distractor" and s.session_id not in evidence)  # fmt: skip
-    return set(random.Random(seed).sample(pool, min(count, len(pool))))
-
-
-def ingest(corpus: Corpus, mems: dict[str, Any], args: argparse.Namespace, console: Console) -> Ingest:
-    out = Ingest()
-    probes = pick_probes(corpus, args.probes, args.seed + 1)
-    bulk = {u.user_id: [s for s in u.sessions if s.session_id not in probes] for u in corpus.users}
-    total = sum(map(len, bulk.values()))
-    out.sessions = total + len(probes)
-    lock = threading.Lock()
-    added: dict[str, list[str]] = {uid: [] for uid in bulk}
-    with Progress(*COLUMNS, console=console) as bar:
-        t_add = bar.add_task("added (POST episodes)", total=total, rate="")
-        t_idx = bar.add_task("searchable", total=total, rate="")
-        t0 = time.perf_counter()
-
-        def one_user(uid: str) -> None:
-            for s in bulk[uid]:  # in time order: an agent adds its sessions as they happen
-                t = time.perf_counter()
-                eid, outcome = sdk_add(mems[uid], s, args.wait_ms)
-                ms = (time.perf_counter() - t) * 1000
-                with lock:
-                    out.add_ms.append(ms)
-                    out.outcomes[outcome] += 1
-                    if outcome in STORED_LIKE:
-                        added[uid].append(eid)
-                    done = len(out.add_ms)
-                bar.update(t_add, completed=done, rate=f"{done / (time.perf_counter() - t0):6.1f}/s")
-
-        with ThreadPoolExecutor(max_workers=max(1, args.concurrency)) as pool:
-            list(pool.map(one_user, bulk))
-        searchable = 0
-        for uid, ids in added.items():
-            try:
-                sdk_wait(mems[uid], ids, args.index_timeout)
-                searchable += len(ids)
-            except TimeoutError as exc:
-                console.print(f"[red]{uid}: {exc}[/red]")
-                out.unindexed += len(ids)
-            bar.update(t_idx, completed=searchable, rate=f"{searchable / (time.perf_counter() - t0):6.1f}/s")
-        out.seconds = time.perf_counter() - t0
-
-        # L4 write latency: the held-back distractors one by one on the quiet stack
-        t_probe = bar.add_task("latency probes", total=len(probes), rate="")
-        sessions = corpus.sessions_by_id()
-        for i, sid in enumerate(sorted(probes)):
-            s = sessions[sid]
-            t = time.perf_counter()
-            eid, outcome = sdk_add(mems[s.user_id], s, args.wait_ms)
-            out.probe_add_ms.append((time.perf_counter() - t) * 1000)
-            out.outcomes[outcome] += 1
-            if outcome in STORED_LIKE:
-                deadline = time.monotonic() + 60
-                while not sdk_searchable(mems[s.user_id], eid) and time.monotonic() < deadline:
-                    time.sleep(0.01)
-                if time.monotonic() < deadline:
-                    out.probe_searchable_ms.append((time.perf_counter() - t) * 1000)
-                else:
-                    console.print(f"[red]{s.user_id}: session {sid} (episode {eid}) not searchable 60 s after its "
-                                  "add[/red]")  # fmt: skip
-                    out.unindexed += 1
-            bar.update(t_probe, completed=i + 1)
-    return out
-
-
-# --- questions -------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ModeRun:
-    mode: str
-    results: list[Retrieval | None]
-    client_ms: list[float]
-    server_ms: list[float]
-    errors: Counter[str]
-
-
-def run_mode(corpus: Corpus, mems: dict[str, Any], mode: str, k: int, console: Console,
-             nodes: str = "cite") -> ModeRun:  # fmt: skip
-    run = ModeRun(mode, [], [], [], Counter())
-    by_episode = {episode_id(s): s.session_id for u in corpus.users for s in u.sessions}
-    for q in corpus.questions[:5]:  # warm-up (query embedding, connections), unmeasured
-        with contextlib.suppress(Exception):
-            sdk_search(mems[q.user_id], q, k, mode, by_episode, nodes)
-    with Progress(*COLUMNS, console=console) as bar:
-        task = bar.add_task(f"questions ({mode})", total=len(corpus.questions), rate="")
-        t0 = time.perf_counter()
-        for i, q in enumerate(corpus.questions):
-            t = time.perf_counter()
-            try:
-                res, server = sdk_search(mems[q.user_id], q, k, mode, by_episode, nodes)
-            except Exception as exc:
-                run.errors[str(getattr(exc, "code", type(exc).__name__))] += 1
-                run.results.append(None)
-                if i == 4 and sum(run.errors.values()) == 5:
-                    console.print(f"[red]{mode}: the first 5 searches failed ({dict(run.errors)}); mode skipped[/red]")
-                    break
-                continue
-            run.client_ms.append((time.perf_counter() - t) * 1000)
-            if server is not None:
-                run.server_ms.append(server)
-            run.results.append(res)
-            bar.update(task, completed=i + 1, rate=f"{(i + 1) / (time.perf_counter() - t0):6.1f}/s")
-    return run
-
-
 def scale(settings: Settings, tenant: str, corpus: Corpus, mems: dict[str, Any], args: argparse.Namespace,
           out: Console, n: int) -> None:  # fmt: skip
     from bench.memory_scale import Scaled, ask_all, build
@@ -383,71 +98,6 @@ def scale(settings: Settings, tenant: str, corpus: Corpus, mems: dict[str, Any],
               + (f"  errors: {big.errors}" if big.errors else ""))  # fmt: skip
     out.print(f"   (the first pass, right after the load, with the memory not yet in Postgres's cache: "
               f"{dist(big.cold_ms)})")  # fmt: skip
-
-
-def dump(path: Path, corpus: Corpus, run: ModeRun) -> None:
-    """Append one JSON line per question: its gold (category, evidence, values) and the hits as ranked."""
-    with path.open("a", encoding="utf-8") as f:
-        for q, res in zip(corpus.questions, run.results, strict=False):
-            hits = [] if res is None else [{"layer": h.layer, "session": h.session_id, "cited": list(h.cited),
-                                             "value": h.fact_value, "status": h.status, "similarity": h.similarity,
-                                             "text": h.text} for h in res.hits]  # fmt: skip
-            f.write(
-                json.dumps(
-                    {
-                        "mode": run.mode,
-                        "question": q.question,
-                        "category": q.category,
-                        "date": str(q.question_date),
-                        "evidence": list(q.evidence_session_ids),
-                        "answer": q.answer,
-                        "current": q.current_session_id,
-                        "old": q.superseded_value,
-                        "confidence": None if res is None else res.confidence,
-                        "hits": hits,
-                    }
-                )
-                + "\n"
-            )
-
-
-def table(mode: str, groups: dict[str, Scores], k: int) -> Table:
-    t = Table(title=f"mode {mode}: search k={k}, as_of = question date", title_justify="left")
-    for col in ("questions", "n", "R@1", "R@5", "R@10", "any@5", "any@10", "NDCG@10", "KU cur>sup", "leaks (q)",
-                "abstain", "false abst."):  # fmt: skip
-        t.add_column(col, justify="left" if col == "questions" else "right")
-    for name, s in groups.items():
-        ku = f"{_f(s.current_wins)} ({s.current_n})" if s.current_n else "-"
-        t.add_row(name, str(s.n), _f(s.recall.get(1, float("nan"))), _f(s.recall.get(5, float("nan"))),
-                  _f(s.recall.get(10, float("nan"))), _f(s.any_hit.get(5, float("nan"))),
-                  _f(s.any_hit.get(10, float("nan"))), _f(s.ndcg10, pct=False), ku,
-                  f"{s.leaks} ({s.leaking_questions})", _f(s.abstention), _f(s.false_abstention),
-                  end_section=name == "point-in-time")  # fmt: skip
-    return t
-
-
-def score_run(corpus: Corpus, run: ModeRun) -> dict[str, Scores]:
-    """Per category, the point-in-time questions, and overall, over the questions whose search answered (the
-    failed ones are counted in ``run.errors`` and left out)."""
-    done = [(q, r) for q, r in zip(corpus.questions, run.results, strict=False) if r is not None]
-    golds = [gold(q) for q, _ in done]
-    results = [r for _, r in done]
-    groups = dict(by_category(golds, results, categories(corpus)))
-    overall = groups.pop("overall")
-    pit = [i for i, (q, _) in enumerate(done) if q.point_in_time]
-    if pit:
-        groups["point-in-time"] = score([golds[i] for i in pit], [results[i] for i in pit])
-    groups["overall"] = overall
-    return groups
-
-
-def context_recall(corpus: Corpus, run: ModeRun) -> str:
-    """The result's ``context`` (derived nodes) scored as hits are, by the sessions each node cites: how often what
-    HiveMem derived points at the evidence. Not part of the tables above, which rank ``hits`` only."""
-    done = [(q, r) for q, r in zip(corpus.questions, run.results, strict=False) if r is not None]
-    s = score([gold(q) for q, _ in done], [Retrieval(r.context) for _, r in done])
-    at = "  ".join(f"R@{k} {100 * s.recall[k]:.1f}%" for k in (5, 10) if k in s.recall)
-    return f"context (derived nodes, by the sessions they cite), overall: {at}  (n={s.n})"
 
 
 # --- main ------------------------------------------------------------------------------------------------------

@@ -110,7 +110,7 @@ def test_fusion_when_the_halves_disagree() -> None:
 
 
 def test_side_by_side_rows_and_verdict() -> None:
-    from bench.memory import gold
+    from bench.memory_report import gold
 
     qs = [question("a", ["s1"], "temporal"), question("b", ["s2"], "single-hop"), question("c", [], "single-hop")]
     golds = [gold(q) for q in qs]

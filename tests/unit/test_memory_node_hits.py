@@ -1,5 +1,5 @@
 """Checker-style scoring of ``hivemem bench memory``: an L1-L3 node hit counts for the sessions of the episodes it
-cites (``bench.memory_metrics.cited_sessions``, ``bench.memory.sdk_search``), or for none with ``--node-hits skip``."""
+cites (``bench.memory_metrics.cited_sessions``, ``bench.memory_sdk.sdk_search``), or for none with ``--node-hits skip``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.memory import sdk_search
+from bench.memory_sdk import sdk_search
 from bench.memory_corpus import Question
 from bench.memory_metrics import Gold, RankedHit, Retrieval, cited_episodes, cited_sessions, ranked_sessions, score
 from producers.memory_client import SearchResult, _ms_fields
@@ -82,7 +82,7 @@ def test_the_results_context_resolves_nodes_but_is_not_ranked() -> None:
     assert res.hits[0].cited == ("s-b", "s-a", "s-c")
     assert ranked_sessions(res.hits) == ["s-b", "s-a", "s-c", "s-d"]
     assert len(res.hits) == 4  # the context adds no hit
-    # scored apart: the context by the sessions each of its nodes cites (bench.memory.context_recall)
+    # scored apart: the context by the sessions each of its nodes cites (bench.memory_report.context_recall)
     assert [h.cited for h in res.context] == [("s-c",)]
     assert ranked_sessions(res.context) == ["s-c"]
 
