@@ -1,5 +1,6 @@
 """Checker-style scoring of ``hivemem bench memory``: an L1-L3 node hit counts for the sessions of the episodes it
-cites (``bench.memory_metrics.cited_sessions``, ``bench.memory_sdk.sdk_search``), or for none with ``--node-hits skip``."""
+cites (``bench.memory_metrics.cited_sessions``, ``bench.memory_sdk.sdk_search``), or for none with
+``--node-hits skip``."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bench.memory_sdk import sdk_search
 from bench.memory_corpus import Question
 from bench.memory_metrics import Gold, RankedHit, Retrieval, cited_episodes, cited_sessions, ranked_sessions, score
+from bench.memory_sdk import sdk_search
 from producers.memory_client import SearchResult, _ms_fields
 
 SESSIONS = {"ep-a": "s-a", "ep-b": "s-b", "ep-c": "s-c", "ep-d": "s-d"}
