@@ -42,6 +42,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from bench import BENCHES
+from bench.figures import dist, load, percentile
 from bench.pii import cpu_model, stage1_cost, stage2_speed
 from bench.temp_stack import temporary_stack
 from contracts.avro import decode_envelope
@@ -293,19 +294,6 @@ def queries(n: int, seed: int) -> list[tuple[str, str]]:
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
-
-
-def pct(values: Sequence[float], p: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(p * len(s)))] if s else float("nan")
-
-
-def dist(values: Sequence[float], unit: str = "ms", digits: int = 1) -> str:
-    if not values:
-        return "(no samples)"
-    return (f"p50 {pct(values, 0.5):.{digits}f} {unit}  p95 {pct(values, 0.95):.{digits}f} {unit}  "
-            f"p99 {pct(values, 0.99):.{digits}f} {unit}  mean {statistics.fmean(values):.{digits}f} {unit}  "
-            f"(n={len(values)})")  # fmt: skip
 
 
 def scalar(conn: psycopg.Connection[tuple[Any, ...]], sql: str, args: Sequence[object] = ()) -> int:
@@ -692,10 +680,6 @@ def http_writes(settings: Settings, count: int, seed: int) -> tuple[list[float],
     return observe_ms, validate_ms, outcomes
 
 
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 # --- main ------------------------------------------------------------------------------------------------------
 
 
@@ -799,8 +783,8 @@ def main(argv: list[str]) -> int:
           f"chars on average; {escalated / len(texts):.1%} escalate to stage 2 under the cascade policy)")  # fmt: skip
     print(f"   stage 1 (regex) per observation: {dist(s1, digits=4)}")
     print(f"   stage 2 (spaCy {ner.model}, beam {ner.beam_width}): {single:,.0f} texts/s one at a time "
-          f"(p50 {pct(lat2, 0.5):.1f} ms, p99 {pct(lat2, 0.99):.1f} ms), {batched:,.0f} texts/s in batches "
-          "of 32")  # fmt: skip
+          f"(p50 {percentile(lat2, 0.5):.1f} ms, p99 {percentile(lat2, 0.99):.1f} ms), {batched:,.0f} texts/s in "
+          "batches of 32")  # fmt: skip
     print(f"\nload average at the end: {load()}")
     return 0
 

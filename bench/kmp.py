@@ -24,7 +24,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from bench import BENCHES
-from bench.caml import dist, load, scalar
+from bench.caml import scalar
+from bench.figures import dist, load
 from bench.pii import cpu_model
 from bench.temp_stack import temporary_stack
 from hivemem.demo import claw_client

@@ -39,7 +39,8 @@ from rich.progress import (
 )
 
 from bench import BENCHES
-from bench.caml import dist, load, scalar
+from bench.caml import scalar
+from bench.figures import dist, load
 from bench.pii import cpu_model
 from bench.temp_stack import running_stack
 from contracts.avro import encode_envelope

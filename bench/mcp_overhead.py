@@ -25,7 +25,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.caml import dist, pct
+from bench.figures import dist, percentile
 
 Transport = Literal["http", "stdio"]
 
@@ -85,10 +85,10 @@ def compare(api: str, token: str, tool: str, path: str, bodies: list[dict[str, A
     lines = [f"MCP overhead, {len(bodies)} x {tool} vs POST {path} (one MCP session, after {warmup} warm-up):"]
     for transport in transports:
         http_ms, mcp_ms = anyio.run(_measure, api, token, tool, path, bodies, transport, warmup)
-        over = pct([m - h for h, m in zip(http_ms, mcp_ms, strict=True)], 0.5)
+        over = percentile([m - h for h, m in zip(http_ms, mcp_ms, strict=True)], 0.5)
         label = "streamable HTTP" if transport == "http" else "stdio"
         lines += [f"   {label}:", f"      HTTP {dist(http_ms)}", f"      MCP  {dist(mcp_ms)}",
-                  f"      overhead: p50 {pct(mcp_ms, 0.5) - pct(http_ms, 0.5):+.1f} ms "
+                  f"      overhead: p50 {percentile(mcp_ms, 0.5) - percentile(http_ms, 0.5):+.1f} ms "
                   f"(median of pairwise differences {over:+.1f} ms)"]  # fmt: skip
     return "\n".join(lines)
 

@@ -44,15 +44,15 @@ from rich.console import Console
 from rich.progress import Progress
 
 from bench import BENCHES, memory_baseline, memory_compare, vector_cache
+from bench.figures import dist, load, percentile
 from bench.memory_corpus import SHAPES, Corpus
 from bench.memory_layers import consolidate_locally
 from bench.memory_metrics import (
     ABSTAIN_BELOW,
     Retrieval,
-    percentile,
 )
 from bench.memory_public import DATASETS, ROLES, categories, load_corpus, locomo_note
-from bench.memory_report import context_recall, dist, dump, gold, score_run, table
+from bench.memory_report import context_recall, dump, gold, score_run, table
 from bench.memory_run import COLUMNS, ModeRun, ingest, run_mode
 from bench.memory_sdk import NODE_HITS, l0_lookups, open_memories, sdk_close
 from bench.pii import cpu_model
@@ -62,10 +62,6 @@ from hivemem.settings import Settings
 
 TENANT = "kmms-bench"
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 @contextlib.contextmanager

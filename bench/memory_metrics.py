@@ -28,7 +28,8 @@ event and validity times, the L2 fact value if any), its overall confidence and 
 * Every category is scored by its evidence sessions (recall, any-hit, NDCG): ``single-session-assistant`` (the
   answer is in an assistant reply) like ``single-session``; current-vs-superseded only applies to knowledge-update
   and the abstention rate only to abstention (the other categories count towards false abstention).
-* **percentile** (latencies): the nearest-rank value ``sorted(xs)[min(n - 1, int(p * n))]``, as the other benches.
+* **percentile** (latencies): ``bench.figures.percentile``, the nearest-rank value
+  ``sorted(xs)[min(n - 1, int(p * n))]``, as in every bench.
 """
 
 from __future__ import annotations
@@ -199,11 +200,6 @@ def future_leaks(hits: Iterable[RankedHit], question_date: datetime) -> int:
 
 def abstained(res: Retrieval, below: float = ABSTAIN_BELOW) -> bool:
     return res.abstained or res.confidence < below
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(p * len(s)))] if s else float("nan")
 
 
 # --- aggregation -----------------------------------------------------------------------------------------------

@@ -4,14 +4,12 @@ latency lines it prints and the per-question dump (``--dump``)."""
 from __future__ import annotations
 
 import json
-import statistics
-from collections.abc import Sequence
 from pathlib import Path
 
 from rich.table import Table
 
 from bench.memory_corpus import Corpus, Question, parse_iso
-from bench.memory_metrics import Gold, Retrieval, Scores, by_category, percentile, score
+from bench.memory_metrics import Gold, Retrieval, Scores, by_category, score
 from bench.memory_public import categories
 from bench.memory_run import ModeRun
 
@@ -19,14 +17,6 @@ from bench.memory_run import ModeRun
 def gold(q: Question) -> Gold:
     return Gold(q.category, parse_iso(q.question_date), tuple(q.evidence_session_ids), q.answer,
                 q.current_session_id, q.superseded_value)  # fmt: skip
-
-
-def dist(values: Sequence[float], unit: str = "ms", digits: int = 1) -> str:
-    if not values:
-        return "(no samples)"
-    return (f"p50 {percentile(values, 0.5):.{digits}f} {unit}  p95 {percentile(values, 0.95):.{digits}f} {unit}  "
-            f"p99 {percentile(values, 0.99):.{digits}f} {unit}  mean {statistics.fmean(values):.{digits}f} {unit}  "
-            f"(n={len(values)})")  # fmt: skip
 
 
 def _f(x: float, pct: bool = True) -> str:

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from bench.figures import percentile
 from bench.memory_corpus import parse_iso
 from bench.memory_metrics import (
     Gold,
@@ -24,7 +25,6 @@ from bench.memory_metrics import (
     future_leaks,
     label,
     ndcg_at,
-    percentile,
     ranked_sessions,
     recall_at,
     score,
