@@ -55,11 +55,14 @@ class KmmsEmbedderProcessor(StatelessEmbedder):
                 for u in units_of(ev.episode):
                     said = embedding_text(u.text)
                     user = any(line.startswith("user: ") for line in u.text.split("\n"))
-                    whole = embedding_text(u.text, replies=True)
                     voice = unit_voice(said, conversation=conversation, user_lines=user)
-                    todo.append((rec, ev, u.unit_id, whole if self.round_replies else said, voice))
-                    if user and self.round_whole and not self.round_replies and whole != said:
-                        todo.append((rec, ev, whole_round_id(u.unit_id), whole, voice))
+                    if self.round_replies:
+                        todo.append((rec, ev, u.unit_id, embedding_text(u.text, replies=True), voice))
+                    else:
+                        todo.append((rec, ev, u.unit_id, said, voice))
+                        whole = embedding_text(u.text, replies=True) if user and self.round_whole else said
+                        if whole != said:  # a round with replies: its whole text too (``round_whole``)
+                            todo.append((rec, ev, whole_round_id(u.unit_id), whole, voice))
                     # A document's sentences, and a user's (each with its own voice) if ``round_sentences``: on
                     # public conversations (LoCoMo, LongMemEval) they changed no ranking and were 70 % of the
                     # vectors, most of the time to searchable. A reply piece has its own vector only: its
