@@ -90,16 +90,19 @@ def test_a_rounds_vector_reads_its_replies_only_with_round_replies() -> None:
     assert _texts(round_replies=True) == [f"{SAID}\nNoted."]
 
 
-def test_round_replies_reads_0_or_1_and_refuses_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hivemem.kmms_wiring import round_replies
+@pytest.mark.parametrize("name", ["HIVEMEM_KMMS_ROUND_REPLIES", "HIVEMEM_KMMS_ROUND_WHOLE"])
+def test_a_round_switch_reads_0_or_1_and_refuses_anything_else(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    from hivemem import kmms_wiring
 
-    monkeypatch.delenv("HIVEMEM_KMMS_ROUND_REPLIES", raising=False)
-    assert round_replies() is False
-    monkeypatch.setenv("HIVEMEM_KMMS_ROUND_REPLIES", "1")
-    assert round_replies() is True
-    monkeypatch.setenv("HIVEMEM_KMMS_ROUND_REPLIES", "maybe")
-    with pytest.raises(ValueError, match="HIVEMEM_KMMS_ROUND_REPLIES"):
-        round_replies()
+    switch = {"HIVEMEM_KMMS_ROUND_REPLIES": kmms_wiring.round_replies,
+              "HIVEMEM_KMMS_ROUND_WHOLE": kmms_wiring.round_whole}[name]  # fmt: skip
+    monkeypatch.delenv(name, raising=False)
+    assert switch() is False
+    monkeypatch.setenv(name, "1")
+    assert switch() is True
+    monkeypatch.setenv(name, "maybe")
+    with pytest.raises(ValueError, match=name):
+        switch()
 
 
 def _whole(round_whole: bool, conversation: bool = True) -> list[tuple[str, str]]:
@@ -121,15 +124,3 @@ def test_the_whole_rounds_vector_belongs_to_its_unit() -> None:
 
     assert is_sentence(whole_round_id("e1#0")) and unit_of(whole_round_id("e1#0")) == "e1#0"
     assert f"'{whole_round_id('')}'" in FAMILY  # the search reads it with the unit's own vectors
-
-
-def test_round_whole_reads_0_or_1_and_refuses_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hivemem.kmms_wiring import round_whole
-
-    monkeypatch.delenv("HIVEMEM_KMMS_ROUND_WHOLE", raising=False)
-    assert round_whole() is False
-    monkeypatch.setenv("HIVEMEM_KMMS_ROUND_WHOLE", "1")
-    assert round_whole() is True
-    monkeypatch.setenv("HIVEMEM_KMMS_ROUND_WHOLE", "maybe")
-    with pytest.raises(ValueError, match="HIVEMEM_KMMS_ROUND_WHOLE"):
-        round_whole()
