@@ -75,7 +75,6 @@ async def ask_all(corpus: Corpus, weights: EpisodeWeights | None, tenant: str, c
     """Every question searched in process (``weights`` None: the model off); and each episode's session."""
     from psycopg_pool import AsyncConnectionPool
 
-    from governance.kmms.statement import question_vectors
     from hivemem.caml_wiring import embedder
     from hivemem.settings import Settings, search_config_from_env
     from projections.kmms import queries as q
@@ -99,10 +98,9 @@ async def ask_all(corpus: Corpus, weights: EpisodeWeights | None, tenant: str, c
                 question = q.read_question(x.question, at)
                 text = await embedded_question(pool, m, question.text, cfg.speaker_names)
                 first = len(calls)
-                own, blended = question_vectors(emb.embed_query, text, cfg.statement_weight)
-                r = await q.search(pool, m, q.SearchParams(x.question, blended or own, emb.model_id, K, at, "hybrid",
-                                                           cfg.tau, cfg.abstain_below, own if blended else None,
-                                                           question), cfg)  # fmt: skip
+                params = q.SearchParams(x.question, emb.embed_query(text), emb.model_id, K, at, "hybrid", cfg.tau,
+                                        cfg.abstain_below, question)  # fmt: skip
+                r = await q.search(pool, m, params, cfg)
                 sessions = list(dict.fromkeys(h.session_id for h in r.hits if h.session_id))
                 out.append(Asked(list(x.evidence_session_ids), sessions, calls[first:]))
                 bar.advance(task)

@@ -1,8 +1,9 @@
 """Wiring KMMS's back-ends from the environment: the enricher (``HIVEMEM_KMMS_NER``), the
 consolidator (an OpenAI-compatible LLM at ``HIVEMEM_LLM_URL``, else the local deterministic one)
-the consolidation batch (``HIVEMEM_KMMS_BATCH``, default 3 episodes per entity and topic) and whether a user's
-round of several sentences has each sentence embedded as well (``HIVEMEM_KMMS_ROUND_SENTENCES``, default off) and
-whether a round's vector reads its replies too (``HIVEMEM_KMMS_ROUND_REPLIES``, default off)."""
+the consolidation batch (``HIVEMEM_KMMS_BATCH``, default 3 episodes per entity and topic), whether a round's vector
+reads its replies too (``HIVEMEM_KMMS_ROUND_REPLIES``, default off) and whether a user's round with replies gets a
+second vector of its whole text (``HIVEMEM_KMMS_ROUND_WHOLE``, default off). ``HIVEMEM_KMMS_ROUND_SENTENCES`` (a
+user's round's sentences embedded too) was removed on 2026-12-05: set, it is refused by name."""
 
 from __future__ import annotations
 
@@ -38,14 +39,17 @@ def _switch(name: str) -> bool:
     return raw in ("1", "true", "yes")
 
 
-def round_sentences() -> bool:
-    return _switch("HIVEMEM_KMMS_ROUND_SENTENCES")
-
-
 def round_replies() -> bool:
     """Whether a round's vector reads its replies too (``HIVEMEM_KMMS_ROUND_REPLIES``, default off: its user's
     lines only, ``governance.kmms.phrasing.embedding_text``)."""
     return _switch("HIVEMEM_KMMS_ROUND_REPLIES")
+
+
+def no_removed_switches() -> None:
+    """Refuse, by name, an embedder switch that was removed (rather than ignore it)."""
+    if "HIVEMEM_KMMS_ROUND_SENTENCES" in os.environ:
+        raise ValueError("HIVEMEM_KMMS_ROUND_SENTENCES: removed on 2026-12-05 (a user's round's sentences embedded "
+                         "too changed no ranking on public conversations; docs/kmms.md): unset it")  # fmt: skip
 
 
 def round_whole() -> bool:

@@ -182,13 +182,14 @@ def kmms_embedders(settings: Settings) -> list[Processor]:
     """The KMMS embedder of the configured model and, during a model switch, of the previous one (it keeps
     embedding what arrives, so the old vectors can serve until the new model has re-embedded everything)."""
     from hivemem.caml_wiring import warm_embedder, warm_previous_embedder
-    from hivemem.kmms_wiring import round_replies, round_sentences, round_whole
+    from hivemem.kmms_wiring import no_removed_switches, round_replies, round_whole
     from processors.kmms.embedder import KmmsEmbedderProcessor
 
     previous = warm_previous_embedder()
     models = [warm_embedder(), *([previous] if previous is not None else [])]
-    sentences, replies, whole = round_sentences(), round_replies(), round_whole()
-    return [KmmsEmbedderProcessor(settings.topics, m, sentences, replies, whole) for m in models]
+    no_removed_switches()
+    replies, whole = round_replies(), round_whole()
+    return [KmmsEmbedderProcessor(settings.topics, m, replies, whole) for m in models]
 
 
 def expected_processors() -> list[str]:

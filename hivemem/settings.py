@@ -37,7 +37,6 @@ from contracts.topics import TopicNames
 from governance.identity import HmacVerifier, TenantPolicy
 from governance.kmms.search_config import DEFAULT as DEFAULT_SEARCH
 from governance.kmms.search_config import SearchConfig
-from governance.kmms.voice import VoiceWeights
 from governance.signing import HmacSigner
 from governance.votes.voting import VotingConfig
 
@@ -182,34 +181,35 @@ def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
         raw = env.get(name)
         return default if raw is None else raw.strip() not in ("0", "false", "no")
 
-    voice = VoiceWeights(asked=num("HIVEMEM_KMMS_VOICE_ASKED", d.voice.asked),
-                         told=num("HIVEMEM_KMMS_VOICE_TOLD", d.voice.told),
-                         reply=num("HIVEMEM_KMMS_VOICE_REPLY", d.voice.reply))  # fmt: skip
+    removed = sorted(name for name in REMOVED_SEARCH_SETTINGS if name in env)
+    if removed:
+        raise ValueError(f"{', '.join(removed)}: removed on 2026-12-05 (a rule written from HiveMem's own synthetic "
+                         "corpus that public conversations did not support; docs/kmms.md, \"How the ranking was "
+                         "chosen\"): unset it")  # fmt: skip
     return SearchConfig(
         text_weight=num("HIVEMEM_KMMS_TEXT_WEIGHT", d.text_weight),
         rrf_k=whole("HIVEMEM_KMMS_RRF_K", d.rrf_k),
         episode_model=flag("HIVEMEM_KMMS_EPISODE_MODEL", d.episode_model),
-        voice=voice,
-        said_text=flag("HIVEMEM_KMMS_SAID_TEXT", d.said_text),
         text_neighbours=flag("HIVEMEM_KMMS_TEXT_NEIGHBOURS", d.text_neighbours),
         speaker_names=flag("HIVEMEM_KMMS_SPEAKER_NAMES", d.speaker_names),
         split_window=whole("HIVEMEM_KMMS_SPLIT_WINDOW", d.split_window),
-        feedback_beta=num("HIVEMEM_KMMS_FEEDBACK", d.feedback_beta),
         common_share=num("HIVEMEM_KMMS_COMMON_LEXEME", d.common_share),
-        recency=num("HIVEMEM_KMMS_RECENCY", d.recency),
-        same_topic=num("HIVEMEM_KMMS_SAME_TOPIC", d.same_topic),
         fact_topic=num("HIVEMEM_KMMS_FACT_TOPIC", d.fact_topic),
-        change_similarity=num("HIVEMEM_KMMS_NAMED_CHANGE", d.change_similarity),
-        window_margin=num("HIVEMEM_KMMS_WINDOW_MARGIN", d.window_margin),
         window_weight=num("HIVEMEM_KMMS_WINDOW_WEIGHT", d.window_weight),
         point_window=flag("HIVEMEM_KMMS_POINT_WINDOW", d.point_window),
         text_dates=flag("HIVEMEM_KMMS_TEXT_DATES", d.text_dates),
-        drill_similarity=num("HIVEMEM_KMMS_DRILL", d.drill_similarity),
-        drill_weight=num("HIVEMEM_KMMS_DRILL_WEIGHT", d.drill_weight),
         tau=num("HIVEMEM_KMMS_TAU", d.tau),
         abstain_below=num("HIVEMEM_KMMS_ABSTAIN", d.abstain_below),
-        statement_weight=num("HIVEMEM_KMMS_STATEMENT", d.statement_weight),
     )
+
+
+# The search's settings of the rules removed on 2026-12-05 (off by default since 2026-11-27/28: written from our own
+# synthetic corpus, they did not gain on public conversations). Set, they are refused by name rather than ignored.
+REMOVED_SEARCH_SETTINGS = frozenset({
+    "HIVEMEM_KMMS_VOICE_ASKED", "HIVEMEM_KMMS_VOICE_TOLD", "HIVEMEM_KMMS_VOICE_REPLY", "HIVEMEM_KMMS_SAID_TEXT",
+    "HIVEMEM_KMMS_FEEDBACK", "HIVEMEM_KMMS_RECENCY", "HIVEMEM_KMMS_SAME_TOPIC", "HIVEMEM_KMMS_NAMED_CHANGE",
+    "HIVEMEM_KMMS_WINDOW_MARGIN", "HIVEMEM_KMMS_DRILL", "HIVEMEM_KMMS_DRILL_WEIGHT", "HIVEMEM_KMMS_STATEMENT",
+})  # fmt: skip
 
 
 def running_endpoints(home: Path) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """The search's first-stage ranking, pure: what SQL fetched for a question in, the order of its units out.
 
 SQL (``projections.kmms.search``, ``projections.kmms.nearest``) fetches each span of time's candidates: the nearest
-vectors, one (unit, voice-adjusted distance) row per vector, and full text's units with their BM25 scores
+vectors, one (unit, cosine distance) row per vector, and full text's units with their BM25 scores
 (``Fetched``). The rules here order them, driven by one ``SearchConfig``:
 
 1. ``fuse``: a span's two rankings fused by reciprocal rank (k = ``rrf_k``, full text weighted ``text_weight``
@@ -9,13 +9,11 @@ vectors, one (unit, voice-adjusted distance) row per vector, and full text's uni
    ``governance.kmms.episode_rank`` (``episode_model``; hybrid searches), cut to the ``n`` best units.
 2. ``window_order``: a question with a time window has two spans, the window's and all time's; the window's units
    join all time's as a reciprocal-rank list of ``window_weight`` (``window_fused``), or, with ``window_weight`` 0,
-   come first unless a unit outside it is clearly closer to the question (``window_first``, ``window_margin``).
-3. ``best_units``: each episode by its best unit, the order the hits are shown in (``recency``: on a question
-   about the present, the newer of two about as relevant first).
+   come first, then the rest of time's (``window_first``).
+3. ``best_units``: each episode by its best unit, the order the hits are shown in.
 
 The units the rules order are the caller's (``projections.kmms.search.UnitHit``, read after step 1): anything with a
-unit and episode id, a fused score, a voice-adjusted similarity and an event time (``Ranked``). Same input, same
-order: ties are broken by unit id.
+unit and episode id and a fused score (``Ranked``). Same input, same order: ties are broken by unit id.
 """
 
 from __future__ import annotations
@@ -34,10 +32,10 @@ Mode = Literal["hybrid", "vector", "text"]
 
 @dataclass(frozen=True)
 class Fetched:
-    """One span of time's candidates as SQL returned them. ``nearest``: one (unit, voice-adjusted cosine distance)
+    """One span of time's candidates as SQL returned them. ``nearest``: one (unit, cosine distance)
     row per vector, nearest first, so a unit's first row is its best (its own vector's or a sentence's); ``text``:
     (unit, BM25 score), best first. None: that ranking did not run (the mode, or no question vector or words).
-    ``exact``: the distances are exact and no voice adjusts them, so they are the units' plain similarities."""
+    ``exact``: the distances are exact, so they are the units' similarities."""
 
     nearest: Sequence[tuple[str, float]] | None
     text: Sequence[tuple[str, float]] | None
@@ -87,28 +85,14 @@ class Ranked(Protocol):
     @property
     def fused(self) -> float: ...
 
-    @property
-    def voiced(self) -> float: ...
-
-    @property
-    def occurred_at(self) -> int: ...
-
 
 R = TypeVar("R", bound=Ranked)
 
 
-def window_first(window: list[R], rest: list[R], margin: float = DEFAULT.window_margin) -> list[R]:
-    """A time window's units first, then the rest of time's (a loose or misread date phrase must not cost the
-    evidence). A unit of the rest whose voice-adjusted similarity beats the window's best by ``margin`` comes
-    before them: "What sport was I doing in June?" is answered by the April round that set it ("my main sport
-    is rowing"), not by June's small talk; of two rounds about as close ("we saw Hozier" in May and in
-    June), the window's keeps its place. ``margin`` > 1: off."""
+def window_first(window: list[R], rest: list[R]) -> list[R]:
+    """A time window's units first, then the rest of time's (``window_weight`` 0)."""
     seen = {u.unit_id for u in window}
-    rest = [u for u in rest if u.unit_id not in seen]
-    if not window or margin > 1:
-        return [*window, *rest]
-    bar = max(u.voiced for u in window) + margin
-    return [*(u for u in rest if u.voiced >= bar), *window, *(u for u in rest if u.voiced < bar)]
+    return [*window, *(u for u in rest if u.unit_id not in seen)]
 
 
 def window_fused(window: list[R], rest: list[R], weight: float, k: int) -> list[R]:
@@ -124,20 +108,13 @@ def window_order(window: list[R], rest: list[R], cfg: SearchConfig = DEFAULT) ->
     """A question's time window and all time, in one order (module docstring, step 2)."""
     if cfg.window_weight > 0:
         return window_fused(window, rest, cfg.window_weight, cfg.rrf_k)
-    return window_first(window, rest, cfg.window_margin)
+    return window_first(window, rest)
 
 
-def best_units(units: list[R], recency: float = 0.0) -> list[R]:
+def best_units(units: list[R]) -> list[R]:
     """Each episode's best unit, ranked (the episode's place is its best unit's; ``units`` in fused order, so an
     episode's first is its best)."""
     best: dict[str, R] = {}
     for u in units:
         best.setdefault(u.episode_id, u)
-    ranked = list(best.values())
-    if recency > 0 and len(ranked) > 1:
-        # A question about the present: of two episodes about as relevant, the later one tells the current
-        # state ("I don't go to The Daily Grind any more"); the newest candidate gains ``recency`` of its score.
-        lo, hi = min(u.occurred_at for u in ranked), max(u.occurred_at for u in ranked)
-        span = max(hi - lo, 1)
-        ranked.sort(key=lambda u: -u.fused * (1 + recency * (u.occurred_at - lo) / span))
-    return ranked
+    return list(best.values())

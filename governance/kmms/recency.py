@@ -1,24 +1,15 @@
-"""Newest first within a topic: how a question about the present orders hits that tell the same thing.
+"""A current fact that a later hit may have changed, on a question about the present.
 
-"Where do I live?" retrieves both "I live in Cape Town" (March) and "we've moved to Hobart" (June),
-often with the older one ranked first: it is phrased closer to the question. The rule: hits whose own
-vectors are at least ``theta`` similar are about the same thing (connected components of that
-relation, so a chain of close hits is one topic); each topic keeps the slots its hits already hold in
-the ranking, and fills them newest first. Hits of different topics never trade places, so what a
-top-k holds changes only when a topic spans the k boundary.
-
-Decisions: the permutation is stable (equal times keep their order); a hit with no vector (None in
-``similar``) is a topic of its own; ``theta`` > 1 switches the rule off.
-
-Topics, at a looser threshold, also judge an L2 fact (``newer_in_topic``). A fact is read from episodes
-by patterns (or a model) that may miss how a value changed: "my favourite show is Dark" (May) makes a
-fact, "I've moved on to Fleabag" (August) does not supersede it. So on a question about the present, a
-current fact whose episodes share a topic with a later episode among the hits that answers the question
-about as well, and does not merely repeat the value, is not trusted over that episode: the later episode
+An L2 fact is read from episodes by patterns (or a model) that may miss how a value changed: "my favourite show is
+Dark" (May) makes a fact, "these days I only watch Fleabag" (August) does not supersede it. So on a question about
+the present, a current fact whose episodes share a topic with a later episode among the hits that answers the
+question about as well, and does not merely repeat the value, is not trusted over that episode: the later episode
 may have changed the value. The caller places the fact after it, with less confidence
-(``governance.kmms.confidence.NEWER_EVIDENCE``). A later episode that names the fact's value with a change
-word ("forget Severance, I'm obsessed with Fleabag now") is such a hit too, found by the value's words when
-the first stage did not rank it (``later_change``); the caller ranks it before the fact's own episodes.
+(``governance.kmms.confidence.NEWER_EVIDENCE``).
+
+Hits are of one topic when their own vectors are at least ``theta`` similar (connected components of that relation,
+so a chain of close hits is one topic; ``topics_of``); a hit with no vector (None in ``similar``) is a topic of its
+own.
 """
 
 from __future__ import annotations
@@ -47,29 +38,8 @@ def topics_of(n: int, similar: Callable[[int, int], float | None], theta: float)
     return [root(i) for i in range(n)]
 
 
-def newest_first_within_topics(
-    times: Sequence[int], similar: Callable[[int, int], float | None], theta: float
-) -> list[int]:
-    """The new order, as indices into ``times`` (the hits in ranked order)."""
-    return newest_first_by_topic(times, topics_of(len(times), similar, theta))
-
-
-def newest_first_by_topic(times: Sequence[int], topic: Sequence[int]) -> list[int]:
-    """The new order of hits whose topics are known (``topics_of``)."""
-    n = len(times)
-    topics: dict[int, list[int]] = {}
-    for i, t in enumerate(topic):
-        topics.setdefault(t, []).append(i)
-    order = list(range(n))
-    for slots in topics.values():
-        if len(slots) > 1:
-            for slot, i in zip(slots, sorted(slots, key=lambda i: -times[i]), strict=True):
-                order[slot] = i
-    return order
-
-
 # A later episode that names a fact's value with none of these words repeats the fact ("Dark is still my
-# favourite show"); with one of them it may be its change ("forget Severance, I'm into Andor now").
+# favourite show"); with one of them it may be its change ("I'm into Andor now").
 _CHANGE = re.compile(r"\b(?:moved|relocated|switched|changed|now|no longer|new|anymore|any more|nowadays|since|"
                      r"started|joined|left|quit|forget|forgot|instead|used to|stopped|gave up|replaced)\b",
                      re.IGNORECASE)  # fmt: skip
@@ -85,23 +55,6 @@ def names_value(text: str, value: str | None) -> bool:
 def repeats(text: str, value: str | None) -> bool:
     """``text`` names ``value`` (whole words, any case) and says nothing of a change."""
     return names_value(text, value) and _CHANGE.search(text) is None
-
-
-def names_change(text: str, value: str | None) -> bool:
-    """``text`` names ``value`` and a change with it: "forget Severance, I'm obsessed with Fleabag now"."""
-    return names_value(text, value) and _CHANGE.search(text) is not None
-
-
-def later_change(candidates: Sequence[tuple[str, int, str]], fact: FactEvidence) -> int | None:
-    """The index of the newest candidate (episode id, time, what its owner said) later than the fact, not one of
-    its episodes, that names the fact's value with a change (``names_change``); None when there is none.
-
-    The first stage finds a change by its likeness to the question, and a change often names the new value and
-    the old, not what the question asks: "forget Severance, I'm obsessed with Fleabag now" is far from "What's my
-    favourite TV show?". Its words name the fact's value, so the caller looks for it by them."""
-    later = [i for i, (episode, at, said) in enumerate(candidates)
-             if episode not in fact.episodes and at > fact.latest and names_change(said, fact.value)]  # fmt: skip
-    return max(later, key=lambda i: (candidates[i][1], -i), default=None)
 
 
 @dataclass(frozen=True)

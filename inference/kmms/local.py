@@ -16,8 +16,8 @@
   the unnamed user lines. Their sentences are shown with the name ("Melanie: I moved to Lisbon."). A fact
   whose key already has another value (in ``existing`` or earlier in the batch) is a contradiction; it also
   ``updates_existing`` when its sentence carries a change cue (moved, switched, now, new, ...). A change that
-  names only the value left ("forget Severance, I'm obsessed with Fleabag now") updates whichever fact holds
-  it, and gives nothing when none does. The quote is the verbatim sentence.
+  names the value left ("I switched from Python to Go") updates whichever fact holds it. The quote is the verbatim
+  sentence.
 - classify: single-valued keys (residence, employer, job_title, favourite_*, a partner/manager/parent) are
   temporal when the new quote has a change cue or a date, contextual when the values' qualifiers differ ("for
   data pipelines", "at work", "on weekends"), else direct. Other keys: differing qualifiers -> contextual
@@ -113,8 +113,8 @@ def sentence_facts(entity: str, text: str, ref_ms: int) -> list[tuple[str, list[
 
 
 def replaced_key(hit: Hit, current: Mapping[str, str]) -> str:
-    """The key of the fact a change replaces: "I gave up rowing and switched to bouldering" updates whichever fact
-    holds "rowing" (``favourite_sport``), whatever key the new value alone would get; else the hit's own key."""
+    """The key of the fact a change replaces: "I switched from Python to Go" updates whichever fact holds "Python"
+    (``preferred_language``), whatever key the new value alone would get; else the hit's own key."""
     if hit.replaces:
         old = norm(hit.replaces)
         for key, value in sorted(current.items()):
@@ -213,8 +213,6 @@ class LocalConsolidator:
             for sentence, hits in sentence_facts(entity, text, ref_ms):
                 for h in hits:
                     key = replaced_key(h, current)
-                    if h.only_replacing and key == h.key:
-                        continue  # "forget X, I'm into Y now" with no fact holding X: nothing to change
                     if (key, norm(h.value), source_id) in seen:
                         continue
                     seen.add((key, norm(h.value), source_id))

@@ -17,7 +17,6 @@ from pydantic.alias_generators import to_camel
 
 from contracts.models import MAX_EPISODE, MAX_ID, MAX_LABEL, SpeakerName
 from governance.kmms.phrasing import strip_roles
-from governance.kmms.statement import question_vectors
 from governance.transcripts import turn_line
 from inference.embedding_base import EmbeddingError
 from projections.auth import Principal
@@ -136,8 +135,6 @@ def router(ctx: Ctx) -> APIRouter:
     deps = ctx.deps
     cfg = deps.search  # the search's settings, read once at the API's start (hivemem/settings.py)
     tau, abstain = cfg.tau, cfg.abstain_below
-    # The question's statement form's share of its search vector (governance/kmms/statement.py; 0: off).
-    statement_weight = cfg.statement_weight
     old, new = (deps.previous_embedder.model_id, deps.embedder.model_id) if deps.previous_embedder else ("", "")
     serving = ServingModel(deps.embedder, deps.previous_embedder,
                            lambda m: switch.caught_up(ctx.pool, m.tenant, old, new),
@@ -186,7 +183,7 @@ def router(ctx: Ctx) -> APIRouter:
 
     async def run_search(who: Principal, body: SearchIn) -> q.SearchResult:
         m = memory(who, body.user_id, body.thread_id)
-        own = blended = None  # the question's vector; the blend with its statement form's, when it has one
+        vector: list[float] | None = None
         embedder = await serving.embedder(m)  # during a model switch, the old one until the new is complete
         model = embedder.model_id if embedder is not None else ""
         degraded = None
@@ -197,8 +194,7 @@ def router(ctx: Ctx) -> APIRouter:
             # Embedded without the memory's speakers' names, which every turn of theirs carries (speakers.py).
             text = await embedded_question(ctx.pool, m, question.text, cfg.speaker_names)
             try:
-                own, blended = await run_in_threadpool(question_vectors, embedder.embed_query, text,
-                                                       statement_weight)  # fmt: skip
+                vector = await run_in_threadpool(embedder.embed_query, text)
             except EmbeddingError as exc:
                 if body.mode == "vector":  # asked for vectors only: nothing to serve without them
                     detail = f"the query could not be embedded: {exc.code}"
@@ -207,9 +203,7 @@ def router(ctx: Ctx) -> APIRouter:
                 degraded = f"EMBEDDINGS_UNAVAILABLE: ranked by full text alone ({exc.code})"
         elif body.mode == "vector":
             raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", "no embedding model is configured for this API")
-        vector = blended or own
-        params = q.SearchParams(body.query, vector, model, body.k, as_of, body.mode, tau, abstain,
-                                own if blended else None, question)  # fmt: skip
+        params = q.SearchParams(body.query, vector, model, body.k, as_of, body.mode, tau, abstain, question)
         result = await q.search(ctx.pool, m, params, cfg)
         served_by = model if vector is not None else None
         return result.model_copy(update={"embedding_model": served_by, "degraded": degraded})

@@ -1,6 +1,6 @@
 """The first stage's vector rankings over one memory's read model: its nearest units by the model's HNSW index, and
 a time window's by exact distance, its vectors read by their units' time (migration 34). Each row is a vector's
-(unit, voice-adjusted distance) with its unit looked up after the ranking (``vectors_then_units``); the caller
+(unit, distance) with its unit looked up after the ranking (``vectors_then_units``); the caller
 (``projections.kmms.search.unit_candidates``) fuses them with full text."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, cast
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.search_config import DEFAULT
-from projections.kmms.sql import UNIT_OF_SQL, VOICED, Conn
+from projections.kmms.sql import UNIT_OF_SQL, Conn
 from projections.queries import side_by_side
 
 EXACT_WINDOW = 20_000  # a time window holding at most this many units is ranked by exact distance
@@ -47,18 +47,18 @@ def vectors_then_units(where: str) -> tuple[str, str]:
     100,000 episodes; now ~200 us)."""
     mine = ("v.model = %(model)s AND v.kind IN ('unit', 'sentence') AND v.tenant = %(t)s AND v.claw_id = %(c)s "
             "AND v.scope = %(s)s")  # fmt: skip
-    near = (f"SELECT v.unit_id, {UNIT_OF_SQL.format(v='v')} AS parent, v.voice, "
+    near = (f"SELECT v.unit_id, {UNIT_OF_SQL.format(v='v')} AS parent, "
             "v.embedding <=> %(q)s::vector AS d FROM kmms.kmms_vectors v WHERE " + mine)  # fmt: skip
-    then = (f"SELECT r.parent, r.adj FROM (SELECT near.unit_id, near.parent, near.d + {VOICED.format(v='near')} AS adj "
-            "FROM near ORDER BY adj, near.unit_id) r WHERE EXISTS (SELECT 1 FROM kmms.kmms_units u WHERE "
+    then = ("SELECT r.parent, r.d FROM (SELECT near.unit_id, near.parent, near.d FROM near ORDER BY near.d, "
+            "near.unit_id) r WHERE EXISTS (SELECT 1 FROM kmms.kmms_units u WHERE "
             f"u.tenant = %(t)s AND u.unit_id = r.parent AND {where}) "
-            "ORDER BY r.adj, r.unit_id LIMIT %(want)s")  # fmt: skip
+            "ORDER BY r.d, r.unit_id LIMIT %(want)s")  # fmt: skip
     return near, then
 
 
 async def nearest(conn: Conn, where: str, p: dict[str, Any], want: int, units: int, small: bool,
                   window: int | None = None) -> list[tuple[str, float]]:  # fmt: skip
-    """Units by distance to the query, one (unit, voice-adjusted distance) row per vector (a unit's own, kind
+    """Units by distance to the query, one (unit, distance) row per vector (a unit's own, kind
     'unit', and its sentences', kind 'sentence', id ``<unit>~s<n>``: a unit ranks by its best, its first row),
     ``want`` rows, within ``where`` (``vectors_then_units``). A ``small`` memory's vectors are all read (by the
     scope index: exact); a large one's (``units`` of them) nearest ``k`` by HNSW, ``k`` growing while too few of

@@ -119,7 +119,7 @@ async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     if row is None:
         return []
     if ctes:  # the statistics it read: kept for the next search once the memory is large
-        keep_stats(p, "nodes", (int(str(row[-2])), float(str(row[-1])), 0, 1.0, float(str(row[-1]))))
+        keep_stats(p, "nodes", (int(str(row[-2])), float(str(row[-1])), float(str(row[-1]))))
     ranked = [[str(x) for x in ids] for ids in row[: len(rankings)]]
     fused = rrf(ranked, k=cfg.rrf_k, weights=fusion_weights(ranked, mode, cfg.text_weight))[:n]
     if not fused:

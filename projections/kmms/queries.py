@@ -31,12 +31,9 @@ from governance.kmms.search_config import DEFAULT, SearchConfig
 from governance.kmms.strength import is_forgotten, strength_at
 from governance.kmms.sufficiency import judge_layer, min_depth
 from governance.kmms.temporal import TemporalIntent, parse_temporal
-from governance.kmms.voice import addressee
 from projections.kmms.context import cited_sessions
-from projections.kmms.drill import drill_facts
 from projections.kmms.nodes import NodeRow, node_candidates
-from projections.kmms.own_similarity import own_similarities
-from projections.kmms.rerank import first_stage, named_changes, newest_first, outdated_facts
+from projections.kmms.rerank import first_stage, hit_similarities, outdated_facts
 from projections.kmms.search import Memory, Mode, UnitHit
 from projections.queries import side_by_side, tenant_tx
 from projections.verdicts import Refused, poll_verdict, row_or_refusal
@@ -47,10 +44,8 @@ TOLD_LATER_MS = 7 * 86_400_000
 # bge-small (a true match is typically 0.35-0.7): X-17's tau of 0.75 would make no layer ever
 # sufficient. Both are settings (HIVEMEM_KMMS_TAU, HIVEMEM_KMMS_ABSTAIN); docs/kmms.md.
 TAU = 0.40
-# The best similarity (a round's less its voice's adjustment, governance/kmms/voice.py) under which nothing in
-# memory is about the query. On bench memory: 47 % of the unanswerable questions abstain and 4.2 % of the
-# answerable ones abstain or answer under 0.5 confidence (the plain cosine under 0.25: 27 % and 5.4 %; this
-# measure at 0.35: 73 % and 16 %, the generic text of a dated question, "what did I do [last weekend]?", abstains).
+# The best similarity under which nothing in memory is about the query (HIVEMEM_KMMS_ABSTAIN; docs/kmms.md,
+# "Abstention").
 ABSTAIN_BELOW = 0.30
 
 
@@ -160,9 +155,6 @@ class SearchParams:
     mode: Mode = "hybrid"
     tau: float = TAU
     abstain_below: float = ABSTAIN_BELOW
-    # The question's own vector when ``vector`` is a blend (governance/kmms/statement.py): what the hits'
-    # similarities, their confidence and abstention are read against.
-    own_vector: list[float] | None = None
     # The question as the caller read it to embed it (``read_question``), so its dates are parsed once; read here
     # when None, or when it is another question's or read at another time than ``as_of``.
     question: Question | None = None
@@ -215,8 +207,6 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
     bound = min(as_of, intent.end_ms + TOLD_LATER_MS) if windowed and intent.end_ms is not None else as_of
     async with tenant_tx(pool, m.tenant) as conn:
         terms = await known_terms(conn, m, sp.query)
-        # A question about the user's life: the voices' prior, and full text over what the user said.
-        voices, said = cfg.voice.adjustments(sp.query), addressee(sp.query) == "user" and cfg.said_text
         flt, params = node_filter(intent, as_of)
 
         async def derived(c: Any) -> tuple[list[NodeRow], bool]:  # the L1-L3 candidates, and whether X-15 applied
@@ -233,28 +223,19 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
         # at once (one when the pool has none to spare): neither reads the other's.
         units, (nodes, fallback) = await side_by_side(
             conn, pool, m.tenant, first_stage(conn, pool, m, sp.vector, sp.model, text, sp.mode, bound, start, as_of,
-                                              4 * sp.k + 20, voices, said, cfg=cfg), derived)  # fmt: skip
+                                              4 * sp.k + 20, cfg=cfg), derived)  # fmt: skip
         cited = {n.node_id: list(n.sessions) for n in nodes if n.sessions}
         if intent.kind == "EVOLUTION":  # the best facts' whole version chains, each in time order
             keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))
             chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)
             cited |= await cited_sessions(conn, m, [n.node_id for n in chains if n.node_id not in cited])
             nodes = [*chains, *(n for n in nodes if n.layer != 2)]
-        every = best_units(units, cfg.recency if current_query else 0.0)
-        ranked = every[: sp.k]
+        ranked = best_units(units)[: sp.k]
         outdated: dict[str, int] = {}  # fact node id -> the index in ranked of a later hit on its topic
-        if intent.kind == "CURRENT":
-            ranked, pairs = await newest_first(conn, m, sp.model, ranked, cfg.same_topic)
+        if intent.kind == "CURRENT" and cfg.fact_topic <= 1:
+            pairs = await hit_similarities(conn, m, sp.model, ranked)
             outdated = await outdated_facts(conn, m, ranked, pairs, nodes, cfg.fact_topic)
-            ranked, outdated = await named_changes(conn, m, ranked, nodes, outdated, as_of, sp.k, sp.vector, sp.model,
-                                                   voices, cfg.change_similarity)  # fmt: skip
-        # The question's best facts bring the episodes they were read from (L2 -> L4); a fact a later hit may
-        # have changed does not.
         later = {f: ranked[j].episode_id for f, j in outdated.items()}
-        ranked = (await drill_facts(conn, m, [*ranked, *every[sp.k:]], [n for n in nodes if n.node_id not in later],
-                                    intent.kind, as_of, sp.vector, sp.model, voices, cfg=cfg))[: sp.k]  # fmt: skip
-        if sp.own_vector is not None and sp.vector is not None:
-            ranked, nodes = await own_similarities(conn, m, sp.model, sp.own_vector, voices, ranked, nodes)
     eval_at = as_of
     kept = [n for n in nodes if not is_forgotten(strength_at(n.strength, n.last_verified or n.logged_at, eval_at))
             or intent.kind == "EVOLUTION"]  # fmt: skip
@@ -291,10 +272,10 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
             break
     if answer is None:  # no layer sufficient: the deepest evidence found answers, hedged by its score
         answer = l4[0] if l4 else (node_hit(0) if kept else None)
-    # What ranked the rounds (their similarity less their voice's adjustment) says whether anything in memory is
-    # about the question: a user's question close to it in form is not (docs/kmms.md, "Abstention"). An L3
+    # The best similarity says whether anything in memory is about the question (docs/kmms.md, "Abstention"). An L3
     # summary does not count: one of the owner's episodes is close to any question about the owner.
-    best_sim = max([u.voiced for u in ranked] + [round(n.similarity, 4) for n in kept if n.layer != 3], default=0.0)
+    best_sim = max([u.similarity for u in ranked] + [round(n.similarity, 4) for n in kept if n.layer != 3],
+                   default=0.0)  # fmt: skip
     abstained = answer is None or (best_sim < sp.abstain_below and not terms)
     confidence = 0.0 if answer is None else answer.confidence
     if abstained and answer is not None:

@@ -1,8 +1,8 @@
-"""First-stage retrieval over one memory's read model: vector (pgvector HNSW, cosine, each vector's distance
-adjusted for its voice: ``governance.kmms.voice``; the statements are in ``projections.kmms.nearest``) and full
-text (the units holding any of the query's lexemes, ranked by Okapi BM25: ``governance.kmms.bm25``), fused by
-reciprocal rank (``governance.kmms.fusion.rrf``). Units (rounds/paragraphs of L4 episodes) roll up
-to their episode by their best unit. L1–L3 nodes are ranked the same way (``projections.kmms.nodes``).
+"""First-stage retrieval over one memory's read model: vector (pgvector HNSW, cosine; the statements are in
+``projections.kmms.nearest``) and full text (the units holding any of the query's lexemes, ranked by Okapi BM25:
+``governance.kmms.bm25``), fused by reciprocal rank (``governance.kmms.fusion.rrf``). Units (rounds/paragraphs of
+L4 episodes) roll up to their episode by their best unit. L1–L3 nodes are ranked the same way
+(``projections.kmms.nodes``).
 
 Every query filters by tenant, claw and user (the memory), and by time: nothing whose event time
 is after ``bound`` (the caller's ``as_of``) is ever a candidate.
@@ -18,16 +18,13 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.bm25 import rare_terms
-from governance.kmms.feedback import feedback_order
 from governance.kmms.ranking import Fetched, Mode, fuse
 from governance.kmms.search_config import DEFAULT, SearchConfig
 from governance.kmms.units import first_of_each_episode
 from projections.kmms.nearest import EXACT_WINDOW, IN_SPAN, nearest, spare, window_count, window_ranking
 from projections.kmms.sql import (
-    FEEDBACK_MEAN,
-    FEEDBACK_SIMILARITIES,
     QUERY_TERMS,
-    UNIT_SIMILARITIES,
+    UNIT_SIMILARITY,
     Conn,
     bm25_ranking,
     or_query,
@@ -38,10 +35,6 @@ from projections.queries import side_by_side
 
 # The first stage's fusion (docs/kmms.md, "Retrieval"): reciprocal rank with constant ``SearchConfig.rrf_k``, the
 # full-text ranking weighted ``SearchConfig.text_weight`` against the vectors' 1 (governance/kmms/search_config.py).
-# Pseudo-relevance feedback (governance/kmms/feedback.py; docs/kmms.md, "Retrieval"): the candidates ranked again by
-# the question moved toward its FEEDBACK_TOP best (``SearchConfig.feedback_beta``; 0: off), that ranking fused with
-# weight FEEDBACK_WEIGHT.
-FEEDBACK_TOP, FEEDBACK_WEIGHT = 3, 1.0
 # An OR of the query's lexemes (plainto_tsquery ANDs them: one missing word would drop a good hit).
 OR_TSQUERY = "(SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')::tsquery AS q) qq"
 
@@ -64,64 +57,50 @@ class UnitHit:
     occurred_at: int
     logged_at: int
     fused: float
-    similarity: float  # cosine similarity of the unit to the query (0 when it has no vector yet)
-    voiced: float = 0.0  # its best vector's similarity less its voice's adjustment: what ranked it
+    similarity: float  # cosine similarity of the unit's best vector to the query (0 when it has no vector yet)
 
 
 async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
-                          bound: int, start: int | None, n: int, pool: AsyncConnectionPool | None = None,
-                          voices: dict[str, float] | None = None, said: bool = False, *,
+                          bound: int, start: int | None, n: int, pool: AsyncConnectionPool | None = None, *,
                           cfg: SearchConfig, best_only: bool = False) -> list[UnitHit]:  # fmt: skip
     """The ``n`` best units by the fused ranking (``governance.kmms.ranking.fuse`` over what ``fetch`` read),
     within [start, bound] of event time, with their text and similarity. ``cfg``: the search's settings. With
     ``best_only``, of the ``n`` only each episode's first is read and returned (the caller ranks episodes by their
     best unit, and no rule reorders the units before that): a LongMemEval-S search read 220 rounds' text for the
     40-odd it could show."""
-    p, fetched = await fetch(conn, m, vector, model, text, mode, bound, start, n, pool, voices, said, cfg=cfg)
+    p, fetched = await fetch(conn, m, vector, model, text, mode, bound, start, n, pool, cfg=cfg)
     fused = fuse(fetched, mode, n, cfg)
     if not fused:
         return []
-    # No voice adjusts a distance and each distance is exact: they are the units' similarities, which the read
-    # below then need not compute again (~30 us a unit: most of a small memory's read).
+    # Each distance is exact: they are the units' similarities, which the read below then need not compute again
+    # (~30 us a unit: most of a small memory's read).
     known = {u: 1.0 - d for u, d in fetched.best_distances.items()} if fetched.exact else {}
+    if best_only:
+        fused = first_of_each_episode(fused)
     p["ids"] = [u for u, _ in fused]
-    sims, fb = UNIT_SIMILARITIES if "q" in p else "NULL::float8[]", ""
-    if "q" in p and cfg.feedback_beta > 0 and len(fused) > 2:  # the moved question's similarities, in the same read
-        p |= {"beta": cfg.feedback_beta, "top": p["ids"][:FEEDBACK_TOP]}
-        sims, fb = FEEDBACK_SIMILARITIES, f", {FEEDBACK_MEAN}"
-    else:
-        if best_only:
-            fused = first_of_each_episode(fused)
-            p["ids"] = [u for u, _ in fused]
-        if known:  # computed only for the units the scan did not rank (those full text alone found)
-            p["known"] = [u for u in p["ids"] if u in known]
-            sims = f"CASE WHEN u.unit_id = ANY(%(known)s) THEN NULL ELSE {sims} END"
+    sims = UNIT_SIMILARITY if "q" in p else "NULL::float8"
+    if known:  # computed only for the units the scan did not rank (those full text alone found)
+        p["known"] = [u for u in p["ids"] if u in known]
+        sims = f"CASE WHEN u.unit_id = ANY(%(known)s) THEN NULL ELSE {sims} END"
     cur = await conn.execute(  # type: ignore[arg-type]
         f"SELECT u.unit_id, u.episode_id, u.session_id, u.thread_id, u.text, u.occurred_at, u.logged_at, "
-        f"{sims} FROM kmms.kmms_units u{fb} WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
+        f"{sims} FROM kmms.kmms_units u WHERE u.tenant = %(t)s AND u.unit_id = ANY(%(ids)s)",
         p,
     )
     rows = {str(r[0]): r for r in await cur.fetchall()}
-    if fb:
-        fused = feedback_order(fused, {u: _third(r[7]) for u, r in rows.items()}, FEEDBACK_WEIGHT)
     return [unit_hit(rows[u], score, known.get(u)) for u, score in fused if u in rows]
 
 
 async def fetch(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode, bound: int,
-                start: int | None, n: int, pool: AsyncConnectionPool | None = None,
-                voices: dict[str, float] | None = None, said: bool = False, *,
+                start: int | None, n: int, pool: AsyncConnectionPool | None = None, *,
                 cfg: SearchConfig) -> tuple[dict[str, Any], Fetched]:  # fmt: skip
     """What SQL returns for the first stage of one span of time, [start, bound] of event time: the units nearest
-    ``vector`` (one row per vector; its distance adjusted by ``voices``, ``VoiceWeights.adjustments`` of the
-    question) and full text's units by BM25 (with ``said``, over the words the memory's owner said only); and the
-    statement parameters the read of the ranked units reuses. Given the ``pool``, a large time window's exact
-    ranking may use a second connection of it (``nearest.window_ranking``), and full text runs beside the nearest
-    vectors on one."""
+    ``vector`` (one row per vector) and full text's units by BM25; and the statement parameters the read of the
+    ranked units reuses. Given the ``pool``, a large time window's exact ranking may use a second connection of it
+    (``nearest.window_ranking``), and full text runs beside the nearest vectors on one."""
     lo = start if start is not None else -(2**62)
-    v = voices or {}
     p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n,
-                         "bound": bound, "start": lo, "th": m.thread_id, "v_asked": v.get("asked", 0.0),
-                         "v_told": v.get("told", 0.0), "v_reply": v.get("reply", 0.0)}  # fmt: skip
+                         "bound": bound, "start": lo, "th": m.thread_id}  # fmt: skip
     where = IN_SPAN
     wants_text = mode in ("hybrid", "text") and bool(text.strip())
     wants_vector = vector is not None and mode in ("hybrid", "vector")
@@ -147,77 +126,66 @@ async def fetch(conn: Conn, m: Memory, vector: list[float] | None, model: str, t
             side = dict(p)
             near, by_text = await side_by_side(conn, pool, m.tenant,
                                                nearest(conn, where, p, 3 * n, units, small, window),
-                                               lambda c: _bm25_units(c, side, prune=True, said=said,
+                                               lambda c: _bm25_units(c, side, prune=True,
                                                                      common_share=cfg.common_share,
                                                                      neighbours=cfg.text_neighbours))  # fmt: skip
         else:
             near = await nearest(conn, where, p, 3 * n, units, small, window)
-        exact = exact and not any(v.values())  # a voice's adjustment makes a distance no similarity
     if wants_text and by_text is None:
-        by_text = await _bm25_units(conn, p, prune=near is not None, said=said, common_share=cfg.common_share,
+        by_text = await _bm25_units(conn, p, prune=near is not None, common_share=cfg.common_share,
                                     neighbours=cfg.text_neighbours)  # fmt: skip
     return p, Fetched(near, by_text, exact)
 
 
 def unit_hit(r: Sequence[object], fused: float, similarity: float | None = None) -> UnitHit:
-    """A row of (unit_id, episode_id, session_id, thread_id, text, occurred_at, logged_at, ``UNIT_SIMILARITIES``)
-    as a hit with the ``fused`` score; given its ``similarity`` (no voice adjusting it), the row's is not read."""
-    pair: Any = (similarity, similarity) if similarity is not None else r[7]
-    raw, voiced = (float(pair[0] or 0.0), float(pair[1] or 0.0)) if pair else (0.0, 0.0)
-    return UnitHit(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), fused, raw,
-                   voiced)  # fmt: skip
-
-
-def _third(sims: Any) -> float | None:
-    """The feedback similarity of a ``FEEDBACK_SIMILARITIES`` array (None: the unit has no vector yet)."""
-    return None if not sims or sims[2] is None else float(sims[2])
+    """A row of (unit_id, episode_id, session_id, thread_id, text, occurred_at, logged_at, ``UNIT_SIMILARITY``) as a
+    hit with the ``fused`` score; given its ``similarity``, the row's is not read."""
+    sim = similarity if similarity is not None else float(str(r[7])) if r[7] is not None else 0.0
+    return UnitHit(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), int(str(r[5])), int(str(r[6])), fused, sim)
 
 
 # A large memory's full-text candidates are selected by its query's lexemes that fewer than this share of the
 # units hold (kmms.common_lexemes, migration 24), and ranked by those: a lexeme a fiftieth of the units hold
 # means reading all of them (60-90 ms at 400,000 units) for a term BM25 weighs at next to nothing
 # (``SearchConfig.common_share``; 1: off).
-_common: dict[bool, tuple[float, frozenset[str]]] = {}  # said? -> (monotonic time read, the lexemes)
+_common: tuple[float, frozenset[str]] = (-1e9, frozenset())  # (monotonic time read, the lexemes)
 BM25_CANDIDATES = 2_000  # units holding a query lexeme, ranked in Python; a memory's recent ones first
 # BM25's corpus statistics (units, average length) of a memory are read exactly while it is small; a large
 # one's are kept this long per process: reading them means reading every unit's tsvector (140 ms at 400,000
 # units), and a minute of new units moves an idf or the average length by a fraction of a percent.
 EXACT_STATS_BELOW = 5_000
 STATS_TTL_S = 60.0
-# A memory's corpus' BM25 statistics: its units, their average length in lexemes, the units with words of the
-# owner's and their average length, and the average length of a unit's window (``_corpus_stats``); of the nodes:
-# (nodes, their average length, 0, 1.0, their average length). Kept as (memory, corpus) -> (monotonic time, *stats).
-Bm25Stats = tuple[int, float, int, float, float]
-_stats: dict[tuple[str, str, str, str], tuple[float, int, float, int, float, float]] = {}
+# A memory's corpus' BM25 statistics: its units, their average length in lexemes and the average length of a unit's
+# window (``_corpus_stats``); of the nodes: (nodes, their average length, their average length). Kept as (memory,
+# corpus) -> (monotonic time, *stats).
+Bm25Stats = tuple[int, float, float]
+_stats: dict[tuple[str, str, str, str], tuple[float, int, float, float]] = {}
 
 
-async def _lexemes_and_common(conn: Conn, p: dict[str, Any], said: bool,
-                              common_share: float) -> tuple[list[str], frozenset[str]]:  # fmt: skip
+async def _lexemes_and_common(conn: Conn, p: dict[str, Any], common_share: float) -> tuple[list[str], frozenset[str]]:
     """The query's lexemes, and the common ones (held by more than ``common_share`` of the units; the set is read
     once a minute)."""
+    global _common
     cur = await conn.execute("SELECT replace(plainto_tsquery('english', %(text)s)::text, ' & ', ' | ')", p)
     row = await cur.fetchone()
     terms = query_lexemes(str(row[0])) if row else []
-    read_at, common = _common.get(said, (-1e9, frozenset()))
+    read_at, common = _common
     if terms and time.monotonic() - read_at > STATS_TTL_S:
-        fn = "common_said_lexemes" if said else "common_lexemes"
-        cur = await conn.execute(f"SELECT kmms.{fn}(%s::real)", (common_share,))
+        cur = await conn.execute("SELECT kmms.common_lexemes(%s::real)", (common_share,))
         common = frozenset(str(r[0]) for r in await cur.fetchall())
-        _common[said] = (time.monotonic(), common)
+        _common = (time.monotonic(), common)
     return terms, common
 
 
 async def _corpus_stats(conn: Conn, p: dict[str, Any]) -> Bm25Stats:
-    """A memory's units and their average full-text length; those with words of the owner's, and theirs; and the
-    average length of a unit's window (it and its neighbours in the episode, ``kmms.unit_window_terms``): three
-    units a window, less two for each episode's first and last (a unit alone in its episode is its own window),
-    each unit of the average length."""
+    """A memory's units and their average full-text length, and the average length of a unit's window (it and its
+    neighbours in the episode, ``kmms.unit_window_terms``): three units a window, less two for each episode's first
+    and last (a unit alone in its episode is its own window), each unit of the average length."""
     if "stats" in p:  # read already by this search (``unit_candidates``)
         return p["stats"]  # type: ignore[no-any-return]
     return await bm25_stats(conn, p, "units", (
-        "SELECT count(*), coalesce(avg(u.lexemes), 1), count(*) FILTER (WHERE u.said <> ''), "
-        "coalesce(avg(u.said_lexemes) FILTER (WHERE u.said <> ''), 1), "
-        "coalesce(avg(u.lexemes) * (3 - 2 * count(*) FILTER (WHERE u.ordinal = 0)::float8 / greatest(count(*), 1)), 1) "
+        "SELECT count(*), coalesce(avg(u.lexemes), 1), coalesce(avg(u.lexemes) "
+        "* (3 - 2 * count(*) FILTER (WHERE u.ordinal = 0)::float8 / greatest(count(*), 1)), 1) "
         "FROM kmms.kmms_units u WHERE u.tenant = %(t)s AND u.claw_id = %(c)s AND u.scope = %(s)s"))  # fmt: skip
 
 
@@ -228,8 +196,7 @@ async def bm25_stats(conn: Conn, p: dict[str, Any], corpus: str, sql: str) -> Bm
     if cached is not None:
         return cached
     row = await (await conn.execute(sql, p)).fetchone()  # type: ignore[arg-type]
-    got = ((int(str(row[0])), float(str(row[1])), int(str(row[2])), float(str(row[3])), float(str(row[4])))
-           if row else (0, 1.0, 0, 1.0, 1.0))  # fmt: skip
+    got = (int(str(row[0])), float(str(row[1])), float(str(row[2]))) if row else (0, 1.0, 1.0)
     keep_stats(p, corpus, got)
     return got
 
@@ -249,29 +216,27 @@ def keep_stats(p: dict[str, Any], corpus: str, got: Bm25Stats) -> None:
     _stats[(str(p["t"]), str(p["c"]), str(p["s"]), corpus)] = (time.monotonic(), *got)
 
 
-async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True, said: bool = False,
+async def _bm25_units(conn: Conn, p: dict[str, Any], prune: bool = True,
                       common_share: float = DEFAULT.common_share, neighbours: bool = DEFAULT.text_neighbours,
                       ) -> list[tuple[str, float]]:  # fmt: skip
     """Units by BM25, each with its score; with ``prune`` (a vector ranking stands beside it), a large memory's
     common lexemes left out (those more than ``common_share`` of its units hold). Full text alone (mode ``text``)
-    keeps every lexeme: it is all there is. With ``said``, over the words the memory's owner said in each unit only
-    (``kmms_units.said``, migration 27); otherwise, with ``neighbours``, each unit read with the units before and
-    after it in its episode (``kmms.unit_window_terms``, migration 30)."""
-    # Through kmms.unit_text_terms, unit_window_terms or unit_said_terms (migrations 29, 30): under row-level
-    # security a plain query could not use the text index. They apply the same memory, time and thread conditions
-    # as ``where``, and return of each candidate's tsvector only the query's terms.
-    neighbours = neighbours and not said
-    units, avg_units, owners, avg_owners, avg_windows = await _corpus_stats(conn, p)
-    total, avg_len = (owners, avg_owners) if said else (units, avg_windows if neighbours else avg_units)
+    keeps every lexeme: it is all there is. With ``neighbours``, each unit read with the units before and after it
+    in its episode (``kmms.unit_window_terms``, migration 30)."""
+    # Through kmms.unit_text_terms or unit_window_terms (migrations 29, 30): under row-level security a plain query
+    # could not use the text index. They apply the same memory, time and thread conditions as ``where``, and return
+    # of each candidate's tsvector only the query's terms.
+    total, avg_units, avg_windows = await _corpus_stats(conn, p)
+    avg_len = avg_windows if neighbours else avg_units
     query, tsq, ranked_by = f"{OR_TSQUERY}, ", "qq.q", QUERY_TERMS  # select by, and rank by, every query lexeme
     if prune and total >= EXACT_STATS_BELOW and common_share < 1:
-        terms, common = await _lexemes_and_common(conn, p, said, common_share)
+        terms, common = await _lexemes_and_common(conn, p, common_share)
         rare = rare_terms(terms, common)
         if not rare:  # only common words: their candidates are the memory's most recent units, ranked by noise
             return []
         query, tsq, ranked_by = "", "%(rare)s::tsquery", "%(rare_terms)s::text[]"
         p = {**p, "rare": or_query(rare), "rare_terms": rare}
-    fn = "unit_said_terms" if said else "unit_window_terms" if neighbours else "unit_text_terms"
+    fn = "unit_window_terms" if neighbours else "unit_text_terms"
     # A window's neighbour that holds none of the query's lexemes counts the memory's average length.
     avg_arg = ", %(avg_unit)s::float8" if neighbours else ""
     candidates = (f"SELECT m.unit_id AS id, m.lexemes, m.terms FROM {query}kmms.{fn}(%(c)s, %(s)s, {tsq}, "

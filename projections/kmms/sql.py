@@ -1,8 +1,7 @@
-"""The SQL the KMMS read model's queries share: a unit's family of vectors, a vector's voice adjustment, a
-unit's similarity to the question, and the same against the question moved toward its best candidates
-(``governance.kmms.feedback``); and full text's: the query's lexemes, a tsvector cut to them, candidates ranked by
-BM25 (``governance.kmms.bm25``'s formula, in SQL), the lexemes of a ``tsquery``'s text and the ``tsquery`` of a
-term list."""
+"""The SQL the KMMS read model's queries share: a unit's family of vectors and a unit's similarity to the question;
+and full text's: the query's lexemes, a tsvector cut to them, candidates ranked by BM25
+(``governance.kmms.bm25``'s formula, in SQL), the lexemes of a ``tsquery``'s text and the ``tsquery`` of a term
+list."""
 
 from __future__ import annotations
 
@@ -23,34 +22,10 @@ FAMILY = "ARRAY[u.unit_id, " + ", ".join(f"u.unit_id || '{SENTENCE}{i}'" for i i
 # The unit of a vector ``{v}`` of kind unit or sentence (``governance.kmms.units.unit_of``). Only a sentence's id is
 # cut: regexp_replace costs ~13 us a row, most of an exact scan.
 UNIT_OF_SQL = "CASE WHEN {v}.kind = 'sentence' THEN regexp_replace({v}.unit_id, '~s[0-9]+$', '') ELSE {v}.unit_id END"
-# A vector's distance adjustment for its voice (governance/kmms/voice.py), from the query's parameters.
-VOICED = ("CASE {v}.voice WHEN 'asked' THEN %(v_asked)s::float8 WHEN 'told' THEN %(v_told)s::float8 "
-          "WHEN 'reply' THEN %(v_reply)s::float8 ELSE 0 END")  # fmt: skip
-# A unit's similarity to the query (SQL over ``u.``; parameters q, model and the voices'), as ARRAY[plain, less its
-# voice's adjustment]: its best vector's, its own or one of its sentences'.
-UNIT_SIMILARITIES = (f"(SELECT ARRAY[max(1 - (v.embedding <=> %(q)s::vector)), max(1 - (v.embedding <=> %(q)s::vector) "
-                     f"- {VOICED.format(v='v')})] FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({FAMILY}) "
-                     "AND v.model = %(model)s AND v.tenant = u.tenant)")  # fmt: skip
-# The mean f of the best vectors (as UNIT_SIMILARITIES ranks them) of the units ``%(top)s``, beta·|f|, and the
-# length of q + beta·f (cosines on unit vectors: |q + βf|² = 1 + 2β|f|cos(q, f) + β²|f|²). A FROM item named ``fb``.
-# Each unit's best vector is read by a LATERAL subquery: as a join, under row-level security, the family's ids
-# (not leakproof) were no index condition and the statement read every vector of the tenant (+10 ms at 7,000).
-FEEDBACK_MEAN = (
-    "(SELECT f, %(beta)s::float8 * vector_norm(f) AS bf, sqrt(1 + 2 * %(beta)s::float8 * vector_norm(f) "
-    "* (1 - (f <=> %(q)s::vector)) + (%(beta)s::float8 * vector_norm(f)) ^ 2) AS len FROM (SELECT avg(t.e) AS f "
-    "FROM kmms.kmms_units u CROSS JOIN LATERAL (SELECT v.embedding AS e FROM kmms.kmms_vectors v WHERE "
-    f"v.unit_id = ANY({FAMILY}) AND v.model = %(model)s AND v.tenant = u.tenant ORDER BY (v.embedding <=> "
-    f"%(q)s::vector) + {VOICED.format(v='v')}, v.unit_id LIMIT 1) t WHERE u.tenant = %(t)s "
-    "AND u.unit_id = ANY(%(top)s)) m) fb"
-)  # fmt: skip
-# UNIT_SIMILARITIES and, third, the best vector's cosine to q + beta·f (``FEEDBACK_MEAN``) less its voice's
-# adjustment (NULL without f), in one read of the unit's vectors.
-FEEDBACK_SIMILARITIES = (
-    "(SELECT ARRAY[max(x.s), max(x.s - x.adj), max((x.s + fb.bf * x.sf) / fb.len - x.adj)] FROM (SELECT "
-    "1 - (v.embedding <=> %(q)s::vector) AS s, 1 - (v.embedding <=> fb.f) AS sf, "
-    f"{VOICED.format(v='v')} AS adj FROM kmms.kmms_vectors v WHERE v.unit_id = ANY({FAMILY}) "
-    "AND v.model = %(model)s AND v.tenant = u.tenant) x)"
-)  # fmt: skip
+# A unit's similarity to the query (SQL over ``u.``; parameters q and model): its best vector's, its own or one of its
+# sentences'.
+UNIT_SIMILARITY = ("(SELECT max(1 - (v.embedding <=> %(q)s::vector)) FROM kmms.kmms_vectors v "
+                   f"WHERE v.unit_id = ANY({FAMILY}) AND v.model = %(model)s AND v.tenant = u.tenant)")  # fmt: skip
 
 
 def vector_literal(v: list[float]) -> str:

@@ -13,7 +13,6 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.search_config import SearchConfig
-from governance.kmms.voice import VoiceWeights
 from hivemem.settings import search_config_from_env
 from hivemem.stack import Stack
 from producers.memory_client import Hit, MemoryClient, SearchResult
@@ -99,54 +98,32 @@ async def unit_vectors(conn: Any, claw: str, n: int) -> tuple[str, list[list[flo
     return str(rows[0][0]), [[float(x) for x in str(v).strip("[]").split(",")] for _, v in rows]
 
 
-# The ranking rules that public data did not support are off by default (docs/kmms.md, "How the ranking was chosen"):
-# each is a setting (governance/kmms/search_config.py: SearchConfig's fields, here). A test of one searches in process
-# with the setting on, on the stack's read model (``with_rules``).
-RULES_ON: dict[str, dict[str, Any]] = {
-    "feedback": {"feedback_beta": 0.5},
-    "voices": {"voice": VoiceWeights(asked=0.10, told=0.10, reply=0.20), "said_text": True},
-    "newest_first": {"same_topic": 0.45, "recency": 0.05},
-    "drill": {"drill_similarity": 0.35},
-    "window_margin": {"window_margin": 0.15, "window_weight": 0.0},  # the margin is a rule of the window first
-    # The fusion the rules above were written with, before public data chose text 2 : vector 1 with k = 10.
-    "seed_fusion": {"text_weight": 0.25, "rrf_k": 60},
-}
-# Every rule on, as they were written (for bench/memory_corpus.py): the scenario each rule's test was built on.
-SEED_RULES = ("feedback", "voices", "newest_first", "drill", "window_margin", "seed_fusion")
-
-
-def with_rules(rules: Sequence[str] = (), **changes: Any) -> SearchConfig:
-    """The search's settings of this process's environment (as the API reads its own at start), with the named
-    ``RULES_ON`` turned on and ``changes`` (SearchConfig fields, e.g. ``text_neighbours=False``) made."""
-    ruled: dict[str, Any] = {}
-    for rule in rules:
-        ruled.update(RULES_ON[rule])
-    return replace(search_config_from_env(os.environ), **{**ruled, **changes})
+def with_changes(**changes: Any) -> SearchConfig:
+    """The search's settings of this process's environment (as the API reads its own at start), with ``changes``
+    (SearchConfig fields, e.g. ``text_neighbours=False``) made."""
+    return replace(search_config_from_env(os.environ), **changes)
 
 
 def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: int, as_of: str, *,
-                      rules: Sequence[str] = (), statement: float = 0.0, mode: str = "hybrid",
-                      tenant: str = "mem-b", changes: dict[str, Any] | None = None) -> Any:  # fmt: skip
+                      mode: str = "hybrid", tenant: str = "mem-b",
+                      changes: dict[str, Any] | None = None) -> Any:  # fmt: skip
     """``question`` searched as the API would (the question embedded here by the same model, without the memory's
-    speakers' names, blended with its
-    statement form by ``statement``), with the named ``RULES_ON`` turned on and ``changes`` made (``with_rules``): a
-    ``projections.kmms.queries`` SearchResult (times in epoch ms)."""
+    speakers' names), with ``changes`` made to the settings (``with_changes``): a ``projections.kmms.queries``
+    SearchResult (times in epoch ms)."""
 
     async def run() -> Any:
         async with app_pool(stack, max_size=2) as pool:
-            return await search_on(pool, claw, user_id, question, k, as_of, rules=rules, statement=statement,
-                                   mode=mode, tenant=tenant, changes=changes)  # fmt: skip
+            return await search_on(pool, claw, user_id, question, k, as_of, mode=mode, tenant=tenant, changes=changes)
 
     return asyncio.run(run())
 
 
 async def search_on(pool: AsyncConnectionPool, claw: str, user_id: str, question: str, k: int, as_of: str, *,
-                    rules: Sequence[str] = (), statement: float = 0.0, mode: str = "hybrid",
-                    tenant: str = "mem-b", changes: dict[str, Any] | None = None) -> Any:  # fmt: skip
+                    mode: str = "hybrid", tenant: str = "mem-b",
+                    changes: dict[str, Any] | None = None) -> Any:  # fmt: skip
     """``search_in_process``'s search, on a pool the caller holds (``app_pool``)."""
     from datetime import datetime
 
-    from governance.kmms.statement import question_vectors
     from hivemem.caml_wiring import embedder
     from projections.kmms import queries as q
     from projections.kmms.search import Memory
@@ -154,11 +131,9 @@ async def search_on(pool: AsyncConnectionPool, claw: str, user_id: str, question
 
     emb = embedder()
     at = int(datetime.fromisoformat(as_of.replace("Z", "+00:00")).timestamp() * 1000)
-    cfg = with_rules(rules, **(changes or {}))
+    cfg = with_changes(**(changes or {}))
     m = Memory(tenant, claw, user_id)
     text = await embedded_question(pool, m, q.content_query(question, at), cfg.speaker_names)
-    own, blended = question_vectors(emb.embed_query, text, statement)
-    vector = None if mode == "text" else blended or own
-    params = q.SearchParams(question, vector, emb.model_id, k, at, mode,  # type: ignore[arg-type]
-                            own_vector=own if blended and vector else None)  # fmt: skip
+    vector = None if mode == "text" else emb.embed_query(text)
+    params = q.SearchParams(question, vector, emb.model_id, k, at, mode)  # type: ignore[arg-type]
     return await q.search(pool, m, params, cfg)

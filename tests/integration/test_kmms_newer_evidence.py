@@ -12,7 +12,7 @@ import pytest
 
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
-from tests.integration.kmms_support import SEED_RULES, fact_hit, facts_of, search_in_process, told_with_fact
+from tests.integration.kmms_support import fact_hit, facts_of, told_with_fact
 
 pytestmark = pytest.mark.integration
 
@@ -38,9 +38,8 @@ def test_the_log_keeps_the_old_value_current(viewer: MemoryClient) -> None:
     assert [f.status for f in facts_of(viewer, "Dark")] == ["CURRENT"]
 
 
-def test_a_fact_comes_after_the_later_episode_that_may_have_changed_it(stack: Stack, viewer: MemoryClient) -> None:
-    # Newest first within a topic is an opt-in rule (docs/kmms.md): searched in process with it on.
-    res = search_in_process(stack, CLAW, "zoe", QUESTION, 5, "2026-06-01T00:00:00Z", rules=SEED_RULES)
+def test_a_fact_comes_after_the_later_episode_that_may_have_changed_it(viewer: MemoryClient) -> None:
+    res = viewer.search(QUESTION, k=5, as_of="2026-06-01T00:00:00Z")
     assert res.temporal_intent == "CURRENT"
     _, fact = fact_hit(res, "Dark")
     change = next(h for h in res.hits if h.session_id == "s-5")

@@ -118,7 +118,7 @@ def test_a_time_windows_vectors_are_read_by_their_time(stack: Stack) -> None:
         for table in ("kmms_units", "kmms_vectors"):
             conn.execute(f"ANALYZE kmms.{table}")
         p = {"t": tenant, "c": "claw-w", "s": "user-w", "model": "plan-test", "th": None, "start": 10 * day,
-             "bound": 11 * day, "q": "[1" + ",0" * 383 + "]", "v_asked": 0.0, "v_told": 0.0, "v_reply": 0.0,
+             "bound": 11 * day, "q": "[1" + ",0" * 383 + "]",
              "want": 5}  # fmt: skip
         sql = window_statement(IN_SPAN)
         # As the API asks: its role, under row-level security, the tenant set for the transaction.

@@ -1,6 +1,6 @@
 """A time window's rounds and the rest of time's: fused, the window's ranking a reciprocal-rank list of its own
-(governance.kmms.ranking.window_fused, the default); or the window first, unless a round outside it is clearly closer
-to the question than anything in it (window_first, ``HIVEMEM_KMMS_WINDOW_WEIGHT=0``)."""
+(governance.kmms.ranking.window_fused, the default); or the window first (window_first,
+``HIVEMEM_KMMS_WINDOW_WEIGHT=0``)."""
 
 from __future__ import annotations
 
@@ -8,30 +8,15 @@ from governance.kmms.ranking import window_first, window_fused
 from projections.kmms.search import UnitHit
 
 
-def _u(unit: str, voiced: float) -> UnitHit:
-    return UnitHit(unit, unit.split("#")[0], unit.split("#")[0], "", unit, 0, 0, 0.01, voiced, voiced)
+def _u(unit: str, similarity: float) -> UnitHit:
+    return UnitHit(unit, unit.split("#")[0], unit.split("#")[0], "", unit, 0, 0, 0.01, similarity)
 
 
-def test_the_window_comes_first_when_nothing_outside_it_is_clearly_closer() -> None:
-    window = [_u("june#0", 0.50), _u("june2#0", 0.30)]
-    rest = [_u("may#0", 0.55), _u("june#0", 0.50), _u("april#0", 0.20)]
-    assert [u.unit_id for u in window_first(window, rest, 0.10)] == ["june#0", "june2#0", "may#0", "april#0"]
-
-
-def test_a_round_outside_the_window_clearly_closer_comes_before_it() -> None:
+def test_the_window_comes_first_then_the_rest_of_time_each_once() -> None:
     window = [_u("june#0", 0.30), _u("june2#0", 0.25)]
-    rest = [_u("april#0", 0.55), _u("may#0", 0.35), _u("march#0", 0.40)]
-    out = window_first(window, rest, 0.10)
-    assert [u.unit_id for u in out] == ["april#0", "march#0", "june#0", "june2#0", "may#0"]
-    above = window_first(window, [_u("may#0", 0.45)], 0.10)
-    assert [u.unit_id for u in above] == ["may#0", "june#0", "june2#0"]
-
-
-def test_an_empty_window_or_the_rule_off_keeps_the_plain_order() -> None:
-    rest = [_u("april#0", 0.55), _u("may#0", 0.35)]
-    assert [u.unit_id for u in window_first([], rest, 0.10)] == ["april#0", "may#0"]
-    window = [_u("june#0", 0.10)]
-    assert [u.unit_id for u in window_first(window, rest, 2.0)] == ["june#0", "april#0", "may#0"]
+    rest = [_u("april#0", 0.55), _u("june#0", 0.30), _u("may#0", 0.35)]
+    assert [u.unit_id for u in window_first(window, rest)] == ["june#0", "june2#0", "april#0", "may#0"]
+    assert [u.unit_id for u in window_first([], rest[:1])] == ["april#0"]
 
 
 def test_fused_a_round_of_the_window_gains_and_one_outside_it_passes_its_weak_rounds() -> None:

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from governance.kmms.search_config import DEFAULT, SearchConfig
-from governance.kmms.voice import VoiceWeights
-from hivemem.settings import search_config_from_env
+from hivemem.settings import REMOVED_SEARCH_SETTINGS, search_config_from_env
 from projections.kmms import queries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,38 +48,27 @@ def test_the_scan_finds_a_read() -> None:
 
 def test_the_search_settings_default_to_todays_values() -> None:
     assert search_config_from_env({}) == DEFAULT == SearchConfig()
-    assert (DEFAULT.text_weight, DEFAULT.rrf_k, DEFAULT.voice) == (1.0, 10, VoiceWeights(0.0, 0.0, 0.0))
-    assert (DEFAULT.said_text, DEFAULT.split_window, DEFAULT.feedback_beta, DEFAULT.common_share) == (
-        False, 4000, 0.0, 0.01)  # fmt: skip
-    assert (DEFAULT.recency, DEFAULT.same_topic, DEFAULT.fact_topic, DEFAULT.change_similarity) == (0.0, 2.0, 0.3, 0.3)
-    assert (DEFAULT.window_margin, DEFAULT.drill_similarity, DEFAULT.drill_weight) == (2.0, 2.0, 1.0)
-    assert DEFAULT.window_weight == 2.0 and DEFAULT.point_window is True and DEFAULT.text_dates is True
+    assert (DEFAULT.text_weight, DEFAULT.rrf_k, DEFAULT.split_window, DEFAULT.common_share) == (1.0, 10, 4000, 0.01)
+    assert DEFAULT.fact_topic == 0.3 and DEFAULT.window_weight == 2.0
+    assert DEFAULT.point_window is True and DEFAULT.text_dates is True
     assert (DEFAULT.tau, DEFAULT.abstain_below) == (queries.TAU, queries.ABSTAIN_BELOW)
-    assert DEFAULT.statement_weight == 0.0 and DEFAULT.text_neighbours is True and DEFAULT.speaker_names is False
-    assert DEFAULT.episode_model is True
+    assert DEFAULT.text_neighbours is True and DEFAULT.speaker_names is False and DEFAULT.episode_model is True
 
 
 def test_each_variable_sets_its_knob() -> None:
-    env = {"HIVEMEM_KMMS_TEXT_WEIGHT": "0.25", "HIVEMEM_KMMS_RRF_K": "60", "HIVEMEM_KMMS_VOICE_ASKED": "0.1",
-           "HIVEMEM_KMMS_VOICE_TOLD": "0.1", "HIVEMEM_KMMS_VOICE_REPLY": "0.2", "HIVEMEM_KMMS_SAID_TEXT": "1",
-           "HIVEMEM_KMMS_SPLIT_WINDOW": "1000000000", "HIVEMEM_KMMS_FEEDBACK": "0.5",
-           "HIVEMEM_KMMS_COMMON_LEXEME": "1", "HIVEMEM_KMMS_RECENCY": "0.05", "HIVEMEM_KMMS_SAME_TOPIC": "0.45",
-           "HIVEMEM_KMMS_FACT_TOPIC": "0.4", "HIVEMEM_KMMS_NAMED_CHANGE": "2", "HIVEMEM_KMMS_WINDOW_MARGIN": "0.2",
-           "HIVEMEM_KMMS_WINDOW_WEIGHT": "0", "HIVEMEM_KMMS_POINT_WINDOW": "0", "HIVEMEM_KMMS_TEXT_DATES": "0",
-           "HIVEMEM_KMMS_DRILL": "0.35", "HIVEMEM_KMMS_DRILL_WEIGHT": "0.5", "HIVEMEM_KMMS_TAU": "0.5",
-           "HIVEMEM_KMMS_ABSTAIN": "0.25", "HIVEMEM_KMMS_STATEMENT": "0.5",
-           "HIVEMEM_KMMS_TEXT_NEIGHBOURS": "0", "HIVEMEM_KMMS_SPEAKER_NAMES": "1",
+    env = {"HIVEMEM_KMMS_TEXT_WEIGHT": "0.25", "HIVEMEM_KMMS_RRF_K": "60", "HIVEMEM_KMMS_SPLIT_WINDOW": "1000000000",
+           "HIVEMEM_KMMS_COMMON_LEXEME": "1", "HIVEMEM_KMMS_FACT_TOPIC": "0.4", "HIVEMEM_KMMS_WINDOW_WEIGHT": "0",
+           "HIVEMEM_KMMS_POINT_WINDOW": "0", "HIVEMEM_KMMS_TEXT_DATES": "0", "HIVEMEM_KMMS_TAU": "0.5",
+           "HIVEMEM_KMMS_ABSTAIN": "0.25", "HIVEMEM_KMMS_TEXT_NEIGHBOURS": "0", "HIVEMEM_KMMS_SPEAKER_NAMES": "1",
            "HIVEMEM_KMMS_EPISODE_MODEL": "0"}  # fmt: skip
     cfg = search_config_from_env(env)
     changed = {f.name for f in fields(SearchConfig) if getattr(cfg, f.name) != getattr(DEFAULT, f.name)}
     assert changed == {f.name for f in fields(SearchConfig)}
-    assert cfg.voice == VoiceWeights(0.1, 0.1, 0.2) and cfg.rrf_k == 60 and cfg.said_text is True
+    assert cfg.rrf_k == 60 and cfg.text_weight == 0.25
 
 
 @pytest.mark.parametrize("off", ["0", "false", "no", " 0 "])
-def test_said_text_is_on_for_any_other_value(off: str) -> None:
-    assert search_config_from_env({"HIVEMEM_KMMS_SAID_TEXT": off}).said_text is False
-    assert search_config_from_env({"HIVEMEM_KMMS_SAID_TEXT": "yes"}).said_text is True
+def test_a_switch_is_on_for_any_other_value(off: str) -> None:
     assert search_config_from_env({"HIVEMEM_KMMS_TEXT_NEIGHBOURS": off}).text_neighbours is False
     assert search_config_from_env({"HIVEMEM_KMMS_TEXT_NEIGHBOURS": "1"}).text_neighbours is True
     assert search_config_from_env({"HIVEMEM_KMMS_SPEAKER_NAMES": off}).speaker_names is False
@@ -89,12 +77,18 @@ def test_said_text_is_on_for_any_other_value(off: str) -> None:
     assert search_config_from_env({"HIVEMEM_KMMS_EPISODE_MODEL": "1"}).episode_model is True
 
 
+@pytest.mark.parametrize("name", sorted(REMOVED_SEARCH_SETTINGS))
+def test_a_removed_setting_is_refused_by_name_not_ignored(name: str) -> None:
+    with pytest.raises(ValueError, match=f"{name}: removed on 2026-12-05"):
+        search_config_from_env({name: "0.5"})
+
+
 BAD = [
     ("HIVEMEM_KMMS_TEXT_WEIGHT", "two"),
     ("HIVEMEM_KMMS_RRF_K", "10.5"),
-    ("HIVEMEM_KMMS_FEEDBACK", ""),
+    ("HIVEMEM_KMMS_FACT_TOPIC", ""),
     ("HIVEMEM_KMMS_TAU", "nan"),
-    ("HIVEMEM_KMMS_VOICE_TOLD", "x"),
+    ("HIVEMEM_KMMS_ABSTAIN", "x"),
     ("HIVEMEM_KMMS_SPLIT_WINDOW", "4k"),
 ]
 
