@@ -4,15 +4,18 @@
 or the tenants file's first, one memory per user as that bench makes them).
 
 1. Every question is searched in this process as the API searches it (the question read once, embedded without
-   the memory's speakers' names, k = 50, ``asOf`` the question's date), with the episode model on and the shipped
-   weights; each first stage's three lists (the fused units, the vector ranking with similarities, full text's
-   with BM25 scores: ``rank_by_episode``'s arguments) are kept.
+   the memory's speakers' names, with its token states when the model gives them, k = 50, ``asOf`` the question's
+   date), with the episode model on and the shipped weights; each first stage's lists (the fused units, the vector
+   ranking with similarities, full text's with BM25 scores, and the word-by-word reading of its first rounds:
+   ``rank_by_episode``'s arguments) are kept.
 2. ``episode_features`` of each candidate episode; an episode is positive when its session is one of the
    question's evidence sessions. A logistic regression with an L2 penalty (C = 1) on standardised features, fitted
-   by Newton's method, is turned back into weights on the raw features: ``EpisodeWeights(...)`` is printed.
-3. The same questions searched again with the fitted weights and with the model off: session recall@5 / @10 of
-   the three, side by side (the fitted weights' figure is on the corpus they were fitted on: report them on
-   another, ``hivemem bench memory``).
+   by Newton's method, is turned back into weights on the raw features: ``EpisodeWeights(...)`` is printed (the
+   word-by-word features' weights 0 when the memory holds no token states).
+3. The same questions searched again: with weights fitted on the other half of the memories (users sorted, the
+   first half and the second: two folds, each scored by weights that never saw it), with the weights fitted on
+   all of them (a figure on the corpus they were fitted on: report them on another, ``hivemem bench memory``),
+   and with the model off: session recall@5 / @10, side by side.
 
 The shipped weights came from ``--dataset locomo`` (docs/kmms.md, "How the ranking was chosen").
 """
@@ -23,7 +26,7 @@ import argparse
 import asyncio
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
@@ -38,7 +41,8 @@ from bench import BENCHES
 from bench.memory_metrics import recall_at
 from bench.memory_public import Corpus, load_corpus
 from governance.kmms import episode_rank
-from governance.kmms.episode_rank import LOCOMO_WEIGHTS, EpisodeFeatures, EpisodeWeights, episode_features
+from governance.kmms.episode_rank import EpisodeFeatures, EpisodeWeights, episode_features
+from inference.embedding_base import TokenStatesEmbedder
 
 FEATURES = [f.name for f in fields(EpisodeFeatures)]
 K = 50  # hits per search, as the memory bench asks
@@ -51,17 +55,23 @@ class Asked:
     calls: list[tuple[Any, ...]]  # rank_by_episode's arguments, one per first stage run
 
 
+# Weights for a question's memory (its user id); None: the shipped ones.
+Chooser = Callable[[str], EpisodeWeights | None]
+
+
 @contextmanager
-def kept_rankings(into: list[tuple[Any, ...]], weights: EpisodeWeights) -> Iterator[None]:
-    """The search's ``rank_by_episode`` run with ``weights``, its arguments appended to ``into``."""
+def kept_rankings(into: list[tuple[Any, ...]], weights: Callable[[], EpisodeWeights | None]) -> Iterator[None]:
+    """The search's ``rank_by_episode`` run with ``weights()`` (None: the shipped ones), its arguments appended to
+    ``into``."""
     from governance.kmms import ranking
 
     shipped = ranking.rank_by_episode
 
     def keep(fused: Sequence[tuple[str, float]], similar: Sequence[tuple[str, float]],
-             bm25: Sequence[tuple[str, float]], k: int) -> list[tuple[str, float]]:  # fmt: skip
-        into.append((list(fused), list(similar), list(bm25), k))
-        return episode_rank.rank_by_episode(fused, similar, bm25, k, weights)
+             bm25: Sequence[tuple[str, float]], k: int, weights_: EpisodeWeights | None = None,
+             late: Mapping[str, float] | None = None) -> list[tuple[str, float]]:  # fmt: skip
+        into.append((list(fused), list(similar), list(bm25), k, dict(late) if late else None))
+        return episode_rank.rank_by_episode(fused, similar, bm25, k, weights(), late=late)
 
     ranking.rank_by_episode = keep  # type: ignore[assignment]
     try:
@@ -70,9 +80,10 @@ def kept_rankings(into: list[tuple[Any, ...]], weights: EpisodeWeights) -> Itera
         ranking.rank_by_episode = shipped
 
 
-async def ask_all(corpus: Corpus, weights: EpisodeWeights | None, tenant: str, console: Console,
+async def ask_all(corpus: Corpus, choose: Chooser | None, tenant: str, console: Console,
                   label: str) -> tuple[list[Asked], dict[str, str]]:  # fmt: skip
-    """Every question searched in process (``weights`` None: the model off); and each episode's session."""
+    """Every question searched in process with the weights ``choose`` gives its memory (``choose`` None: the model
+    off); and each episode's session."""
     from psycopg_pool import AsyncConnectionPool
 
     from hivemem.caml_wiring import embedder
@@ -84,13 +95,14 @@ async def ask_all(corpus: Corpus, weights: EpisodeWeights | None, tenant: str, c
     from projections.vectors import hnsw_session
 
     settings = Settings.from_env()
-    cfg = replace(search_config_from_env(os.environ), episode_model=weights is not None)
+    cfg = replace(search_config_from_env(os.environ), episode_model=choose is not None)
     emb = embedder()
     out: list[Asked] = []
     calls: list[tuple[Any, ...]] = []
+    user = [""]
     url = settings.app_database_url(settings.load_config())
     async with AsyncConnectionPool(url, min_size=1, max_size=8, open=False, configure=hnsw_session) as pool:
-        with kept_rankings(calls, weights or LOCOMO_WEIGHTS), Progress(console=console) as bar:
+        with kept_rankings(calls, lambda: choose(user[0]) if choose else None), Progress(console=console) as bar:
             task = bar.add_task(label, total=len(corpus.questions))
             for x in corpus.questions:
                 at = int(datetime.fromisoformat(x.question_date.replace("Z", "+00:00")).timestamp() * 1000)
@@ -98,8 +110,11 @@ async def ask_all(corpus: Corpus, weights: EpisodeWeights | None, tenant: str, c
                 question = q.read_question(x.question, at)
                 text = await embedded_question(pool, m, question.text, cfg.speaker_names)
                 first = len(calls)
-                params = q.SearchParams(x.question, emb.embed_query(text), emb.model_id, K, at, "hybrid", cfg.tau,
-                                        cfg.abstain_below, question)  # fmt: skip
+                user[0] = x.user_id
+                vector, tokens = (emb.query_with_tokens(text) if isinstance(emb, TokenStatesEmbedder)
+                                  else (emb.embed_query(text), None))  # fmt: skip
+                params = q.SearchParams(x.question, vector, emb.model_id, K, at, "hybrid", cfg.tau, cfg.abstain_below,
+                                        question, tokens)  # fmt: skip
                 r = await q.search(pool, m, params, cfg)
                 sessions = list(dict.fromkeys(h.session_id for h in r.hits if h.session_id))
                 out.append(Asked(list(x.evidence_session_ids), sessions, calls[first:]))
@@ -114,8 +129,8 @@ def examples(asked: list[Asked], session_of: dict[str, str]) -> tuple[np.ndarray
     """(features, label) of every candidate episode of every first stage."""
     xs, ys = [], []
     for a in asked:
-        for fused, similar, bm25, k in a.calls:
-            for episode, f in episode_features(fused, similar, bm25, k).items():
+        for fused, similar, bm25, k, late in a.calls:
+            for episode, f in episode_features(fused, similar, bm25, k, late=late).items():
                 xs.append([getattr(f, n) for n in FEATURES])
                 ys.append(1.0 if session_of.get(episode) in a.evidence else 0.0)
     return np.array(xs, dtype=np.float64).reshape(-1, len(FEATURES)), np.array(ys)
@@ -143,6 +158,11 @@ def fit(x: np.ndarray, y: np.ndarray, c: float = 1.0, steps: int = 50) -> Episod
     return EpisodeWeights(**named, intercept=float(w[-1] - (w[:-1] * mean / scale).sum()))
 
 
+def users_of(asked: list[Asked], corpus: Corpus, users: set[str], inside: bool) -> list[int]:
+    """The indices of ``asked`` (in ``corpus.questions``' order) whose memory is (``inside``) or is not in ``users``."""
+    return [i for i, q in enumerate(corpus.questions[: len(asked)]) if (q.user_id in users) == inside]
+
+
 def recall(asked: list[Asked], k: int) -> float:
     """Session recall@k (``memory_metrics.recall_at``) averaged over the questions with evidence."""
     scored = [r for a in asked if (r := recall_at(a.sessions, a.evidence, k)) is not None]
@@ -161,7 +181,7 @@ def main(argv: list[str]) -> int:
 
     tenant = os.environ.get("HIVEMEM_BENCH_TENANT") or next(iter(Settings.from_env().load_config().tenants))
     corpus = load_corpus(args.dataset, args.file, limit=args.limit)
-    shipped, session_of = asyncio.run(ask_all(corpus, LOCOMO_WEIGHTS, tenant, console, "shipped weights"))
+    shipped, session_of = asyncio.run(ask_all(corpus, lambda _: None, tenant, console, "shipped weights"))
     x, y = examples(shipped, session_of)
     if not y.any():
         console.print("[red]NO_EVIDENCE[/red]: no candidate episode holds an evidence session: is the corpus "
@@ -171,8 +191,16 @@ def main(argv: list[str]) -> int:
     console.print(f"{len(y):,} candidate episodes of {len(shipped):,} questions, {int(y.sum()):,} of them evidence")
     console.print("fitted: EpisodeWeights(" + ", ".join(f"{f.name}={getattr(fitted, f.name):.3f}"
                                                       for f in fields(EpisodeWeights)) + ")")  # fmt: skip
-    again, _ = asyncio.run(ask_all(corpus, fitted, tenant, console, "fitted weights"))
+    # Two folds by memory: each half scored by weights fitted on the other.
+    users = sorted({q.user_id for q in corpus.questions})
+    first = set(users[: len(users) // 2])
+    half = [users_of(shipped, corpus, first, inside) for inside in (True, False)]
+    folds = [fit(*examples([shipped[i] for i in rows], session_of)) for rows in half]  # fitted on each half
+    held, _ = asyncio.run(ask_all(corpus, lambda u: folds[1] if u in first else folds[0], tenant, console,
+                                  "held-out weights"))  # fmt: skip
+    again, _ = asyncio.run(ask_all(corpus, lambda _: fitted, tenant, console, "fitted weights"))
     off, _ = asyncio.run(ask_all(corpus, None, tenant, console, "model off"))
-    for name, asked in (("shipped weights", shipped), ("fitted weights (on this corpus)", again), ("model off", off)):
+    for name, asked in (("shipped weights", shipped), ("weights fitted on the other half", held),
+                        ("fitted weights (on this corpus)", again), ("model off", off)):  # fmt: skip
         console.print(f"{name:34s} session recall@5 {recall(asked, 5):.4f}  @10 {recall(asked, 10):.4f}")
     return 0

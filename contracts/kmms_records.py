@@ -100,7 +100,8 @@ class KmmsEmbedding(WireModel):
     model: str
     vector: list[float]
     source: str
-    voice: str = ""  # v2: "asked" | "told" | "reply" | "" (governance/kmms/voice.py)
+    voice: str = ""  # v2: "asked" | "told" | "reply" | "" (set until 2026-12-05; "" since)
+    tokens: bytes = b""  # v3: the text's content pieces' states (governance/token_states.py); b"" for none
 
 
 KmmsRecord = KmmsEvent | KmmsEmbedding

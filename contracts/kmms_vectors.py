@@ -4,8 +4,9 @@ fastavro gives a vector as a list of 384 Python floats, which the fold then turn
 binary COPY: a replay of the KMMS read model spent a third of its time there (35 us a record, most of them
 building and dropping those floats). The Avro binary encoding of ``array<float>`` is a block count and then
 the floats as little-endian IEEE 754 singles, so this reads the block straight into an array. It reads only
-what the writer schema holds as ``string`` and ``array<float>`` fields (every version of ``kmms_embedding`` so
-far); a writer schema with any other field type is read by fastavro (``decode_kmms``) instead. The test
+what the writer schema holds as ``string``, ``bytes`` and ``array<float>`` fields (every version of
+``kmms_embedding`` so far); a writer schema with any other field type is read by fastavro (``decode_kmms``)
+instead. The test
 ``tests/unit/test_kmms_vectors.py`` holds it equal to fastavro on random records of every version.
 """
 
@@ -36,6 +37,7 @@ class VectorRecord:
     vector: np.ndarray
     source: str
     voice: str = ""
+    tokens: bytes = b""
 
 
 _LAYOUTS: dict[bytes, tuple[tuple[str, str], ...] | None] = {}  # by writer fingerprint
@@ -48,12 +50,12 @@ def _layout(sv: SchemaVersion) -> tuple[tuple[str, str], ...] | None:
 
 
 def _fields(sv: SchemaVersion) -> tuple[tuple[str, str], ...] | None:
-    """(attribute, 'string' | 'floats') of each field, or None if a field has another type."""
+    """(attribute, 'string' | 'bytes' | 'floats') of each field, or None if a field has another type."""
     out: list[tuple[str, str]] = []
     for field in sv.parsed["fields"]:
         t = field["type"]
-        if t == "string":
-            out.append((_FIELDS.get(field["name"], field["name"]), "string"))
+        if t in ("string", "bytes"):
+            out.append((_FIELDS.get(field["name"], field["name"]), t))
         elif isinstance(t, dict) and t.get("type") == "array" and t.get("items") == "float":
             out.append((_FIELDS.get(field["name"], field["name"]), "floats"))
         else:
@@ -98,8 +100,9 @@ def decode_vector_record(data: bytes) -> VectorRecord:
                 continue
             size, pos = read_varint(data, pos)
             if size < 0 or pos + size > len(data):
-                raise ContractError("MALFORMED", "Avro body does not decode: string runs past the end")
-            values[name] = data[pos : pos + size].decode()
+                raise ContractError("MALFORMED", f"Avro body does not decode: {kind} runs past the end")
+            raw = data[pos : pos + size]
+            values[name] = raw.decode() if kind == "string" else bytes(raw)
             pos += size
     except ContractError:
         raise
@@ -113,4 +116,4 @@ def decode_vector_record(data: bytes) -> VectorRecord:
 def _slow(data: bytes) -> VectorRecord:
     e = decode_kmms(data, KmmsEmbedding)
     return VectorRecord(e.unit_id, e.tenant, e.claw_id, e.scope, e.model, np.asarray(e.vector, dtype=np.float32),
-                        e.source, e.voice)  # fmt: skip
+                        e.source, e.voice, e.tokens)  # fmt: skip

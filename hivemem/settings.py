@@ -190,6 +190,7 @@ def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
         text_weight=num("HIVEMEM_KMMS_TEXT_WEIGHT", d.text_weight),
         rrf_k=whole("HIVEMEM_KMMS_RRF_K", d.rrf_k),
         episode_model=flag("HIVEMEM_KMMS_EPISODE_MODEL", d.episode_model),
+        late=flag("HIVEMEM_KMMS_LATE", d.late),
         text_neighbours=flag("HIVEMEM_KMMS_TEXT_NEIGHBOURS", d.text_neighbours),
         speaker_names=flag("HIVEMEM_KMMS_SPEAKER_NAMES", d.speaker_names),
         split_window=whole("HIVEMEM_KMMS_SPLIT_WINDOW", d.split_window),

@@ -7,7 +7,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 #: The one vector size HiveMem stores; every back-end must produce it.
 EMBEDDING_DIM = 384
@@ -55,6 +55,16 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> list[float]: ...
 
     def health(self) -> EmbedderHealth: ...
+
+
+@runtime_checkable
+class TokenStatesEmbedder(Protocol):
+    """An embedder that also gives the states of a text's content pieces (``governance.token_states``), from the same
+    forward pass: the local MiniLM does; an OpenAI-compatible server gives vectors only."""
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> list[tuple[list[float], bytes]]: ...
+
+    def query_with_tokens(self, text: str) -> tuple[list[float], Any]: ...  # the vector, the states (numpy rows)
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

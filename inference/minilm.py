@@ -13,6 +13,11 @@ Two arithmetics, two vector spaces (two model ids):
   (``inference/minilm_int8.py``); 2-2.5x faster, vectors with a cosine of 0.99 with fp32's.
 - **fp32** (``all-MiniLM-L6-v2-int8/...``, the only one before 2026-11-28): the int8 weights dequantised to fp32
   arithmetic, texts run in padded batches (padding does not change a vector).
+
+The same forward pass gives each word piece a state, which ``embed_with_tokens`` keeps for the pieces that carry
+content (``governance.token_states``: projected to 128 numbers, stored as bytes) beside the pooled vector, and
+``query_with_tokens`` gives for a question: a search reads a round against the question word by word with them
+(``governance.kmms.late``). Nothing more is computed for it than the pooling already computes.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from governance import token_states
 from inference.embedding_base import (
     BAD_INPUT,
     EMBEDDING_DIM,
@@ -81,6 +87,9 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+_NO_STATES = np.zeros((0, 384), dtype=np.float32)
+
+
 @dataclass(frozen=True)
 class _Loaded:
     session: Any  # onnxruntime.InferenceSession (untyped library)
@@ -113,6 +122,8 @@ class MiniLmEmbedder:
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
         self._cache = QueryCache(cache_size)
+        self._tokens: dict[str, tuple[list[float], np.ndarray]] = {}  # question -> (vector, its states), oldest first
+        self._tokens_size = cache_size
 
     def load(self) -> None:
         """Load now (e.g. at service start) rather than on the first request."""
@@ -167,6 +178,29 @@ class MiniLmEmbedder:
         return _Loaded(session, tokenizer, "token_type_ids" in inputs)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [vec for vec, _ in self._forward(texts, tokens=False)]
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> list[tuple[list[float], bytes]]:
+        """Each text's vector, as ``embed`` gives it, and its content pieces' states as stored
+        (``governance.token_states.encode``), from the same forward pass."""
+        return [(vec, token_states.encode(states)) for vec, states in self._forward(texts, tokens=True)]
+
+    def query_with_tokens(self, text: str) -> tuple[list[float], np.ndarray]:
+        """A question's vector (``embed_query``'s) and its content pieces' states, projected
+        (``governance.token_states.project``): what a search reads rounds against. One forward pass; both kept
+        (the same few questions are asked again)."""
+        got = self._tokens.get(text)
+        if got is None:
+            ((vec, states),) = self._forward([text], tokens=True)
+            got = (vec, token_states.project(states))
+            with self._lock:
+                self._tokens[text] = got
+                while len(self._tokens) > self._tokens_size:
+                    self._tokens.pop(next(iter(self._tokens)))
+        return list(got[0]), got[1]
+
+    def _forward(self, texts: Sequence[str], *, tokens: bool) -> list[tuple[list[float], np.ndarray]]:
+        """Each text's pooled vector and, with ``tokens``, its content pieces' states (pieces x 384; empty without)."""
         items = check_texts(texts)
         if not items:
             return []
@@ -176,18 +210,19 @@ class MiniLmEmbedder:
         except Exception as exc:  # e.g. lone surrogates, which Rust strings cannot hold
             raise EmbeddingError(BAD_INPUT, f"cannot tokenize: {exc}") from exc
         ids = [e.ids for e in encodings]
+        keep = [token_states.content_positions(e.tokens) if tokens else [] for e in encodings]
         # Longest first, so each batch pads to similar lengths; vectors do not depend on the batch.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
         chunks = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
-        runs = [[ids[i] for i in chunk] for chunk in chunks]
+        runs = [([ids[i] for i in chunk], [keep[i] for i in chunk]) for chunk in chunks]
         if self.workers > 1 and len(runs) > 1:
-            results = list(self._workers().map(lambda run: self._run(loaded, run), runs))
+            results = list(self._workers().map(lambda run: self._run(loaded, *run), runs))
         else:
-            results = [self._run(loaded, run) for run in runs]
-        out: list[list[float]] = [[] for _ in items]
-        for chunk, vectors in zip(chunks, results, strict=True):
-            for i, vec in zip(chunk, vectors, strict=True):
-                out[i] = vec
+            results = [self._run(loaded, *run) for run in runs]
+        out: list[tuple[list[float], np.ndarray]] = [([], _NO_STATES) for _ in items]
+        for chunk, pairs in zip(chunks, results, strict=True):
+            for i, pair in zip(chunk, pairs, strict=True):
+                out[i] = pair
         return out
 
     def _workers(self) -> ThreadPoolExecutor:
@@ -196,7 +231,8 @@ class MiniLmEmbedder:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="minilm")
             return self._pool
 
-    def _run(self, loaded: _Loaded, ids: list[list[int]]) -> list[list[float]]:
+    def _run(self, loaded: _Loaded, ids: list[list[int]],
+             keep: list[list[int]]) -> list[tuple[list[float], np.ndarray]]:  # fmt: skip
         width = max(len(x) for x in ids)
         input_ids = np.zeros((len(ids), width), dtype=np.int64)  # 0 is [PAD]
         mask = np.zeros((len(ids), width), dtype=np.int64)
@@ -211,7 +247,7 @@ class MiniLmEmbedder:
         pooled = np.einsum("btd,bt->bd", hidden, weights) / weights.sum(axis=1, keepdims=True)
         pooled = pooled.astype(np.float64)  # normalise in float64 so the norm is 1 to ~1e-15
         unit = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
-        return [row.tolist() for row in unit]
+        return [(row.tolist(), hidden[i, keep[i]] if keep[i] else _NO_STATES) for i, row in enumerate(unit)]
 
     def embed_query(self, text: str) -> list[float]:
         if not isinstance(text, str):

@@ -4,6 +4,9 @@ model so that its server being down is an outage the batch waits out, never a re
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from contracts.topics import TopicNames
 from inference.embedding_base import TRANSIENT, EmbeddingError
 from inference.embeddings import Embedder
@@ -11,12 +14,19 @@ from streams.offsets import Conn
 from streams.processor import Failure, Outage
 from streams.records import OutRecord
 
+T = TypeVar("T")
+
 
 def embed_or_outage(embedder: Embedder, texts: list[str]) -> list[list[float]]:
     """The texts' vectors; an embeddings server that is down (or busy) is an ``Outage``: the batch waits
     for it, its records are never refused (and left unembedded) over it."""
+    return or_outage(embedder, lambda: embedder.embed(texts))
+
+
+def or_outage(embedder: Embedder, call: Callable[[], T]) -> T:
+    """``call()``, an embedding by ``embedder``; ``embed_or_outage``'s rule for its errors."""
     try:
-        return embedder.embed(texts)
+        return call()
     except EmbeddingError as exc:
         if exc.code in TRANSIENT:
             raise Outage(f"{embedder.model_id}: {exc}") from exc

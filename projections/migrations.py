@@ -31,6 +31,7 @@ from projections.kmms.migrations import (
     kmms_unit_windows_lag_migration,
     kmms_unit_windows_migration,
     kmms_vector_time_migration,
+    kmms_vector_tokens_migration,
     kmms_vector_voice_migration,
     kmms_vectors_tenant_key_migration,
 )
@@ -194,6 +195,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (33, "kmms: a small memory's full-text candidates found by reading its units", kmms_small_memory_text_migration),
     (34, "kmms: each vector with its unit's event time, indexed", kmms_vector_time_migration),
     (35, "kmms: each episode's turns as a layout over its content", kmms_turn_layout_migration),
+    (36, "kmms: each unit vector's token states", kmms_vector_tokens_migration),
 ]  # fmt: skip
 
 

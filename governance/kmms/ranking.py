@@ -6,7 +6,9 @@ vectors, one (unit, cosine distance) row per vector, and full text's units with 
 
 1. ``fuse``: a span's two rankings fused by reciprocal rank (k = ``rrf_k``, full text weighted ``text_weight``
    against the vectors' 1; ``fusion_weights``), then its episodes ranked by the learned score of
-   ``governance.kmms.episode_rank`` (``episode_model``; hybrid searches), cut to the ``n`` best units.
+   ``governance.kmms.episode_rank`` (``episode_model``; hybrid searches), cut to the ``n`` best units. Given the
+   question's token states, the episode model also reads the fused ranking's first rounds word by word
+   (``governance.kmms.late``): ``late_candidates`` names the rounds whose states the caller reads for it.
 2. ``window_order``: a question with a time window has two spans, the window's and all time's; the window's units
    join all time's as a reciprocal-rank list of ``window_weight`` (``window_fused``), or, with ``window_weight`` 0,
    come first, then the rest of time's (``window_first``).
@@ -25,6 +27,7 @@ from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 from governance.kmms.episode_rank import rank_by_episode
 from governance.kmms.fusion import rrf
+from governance.kmms.late import CANDIDATES, LateStates, window_maxsim
 from governance.kmms.search_config import DEFAULT, SearchConfig
 
 Mode = Literal["hybrid", "vector", "text"]
@@ -55,10 +58,10 @@ def fusion_weights(rankings: Sequence[Sequence[str]], mode: Mode, text_weight: f
     return [1.0, text_weight] if mode == "hybrid" and len(rankings) == 2 else None
 
 
-def fuse(fetched: Fetched, mode: Mode, n: int, cfg: SearchConfig = DEFAULT) -> list[tuple[str, float]]:
-    """A span's ``n`` best units with their scores, best first: the vectors' ranking (each unit by its best vector,
-    its ``n`` nearest) and full text's fused by reciprocal rank, then, with both and ``cfg.episode_model``, each
-    episode scored by its probability of being evidence (``rank_by_episode``)."""
+def fused_ranking(fetched: Fetched, mode: Mode, n: int,
+                  cfg: SearchConfig = DEFAULT) -> tuple[list[tuple[str, float]], bool]:  # fmt: skip
+    """A span's two rankings (the vectors' cut to its ``n`` nearest units) fused by reciprocal rank, and whether the
+    episode model ranks them (hybrid, both ran)."""
     best = fetched.best_distances
     rankings: list[list[str]] = []
     if fetched.nearest is not None:
@@ -66,9 +69,42 @@ def fuse(fetched: Fetched, mode: Mode, n: int, cfg: SearchConfig = DEFAULT) -> l
     if fetched.text is not None:
         rankings.append([u for u, _ in fetched.text])
     fused = rrf(rankings, k=cfg.rrf_k, weights=fusion_weights(rankings, mode, cfg.text_weight))
-    if cfg.episode_model and len(rankings) == 2 and fetched.text is not None:
-        fused = rank_by_episode(fused, [(u, 1.0 - d) for u, d in best.items()], fetched.text, cfg.rrf_k)
+    return fused, cfg.episode_model and len(rankings) == 2 and fetched.text is not None
+
+
+def late_candidates(fetched: Fetched, mode: Mode, n: int, cfg: SearchConfig = DEFAULT) -> list[str]:
+    """The rounds the episode model reads word by word (the fused ranking's ``CANDIDATES`` first); none when it does
+    not rank this span."""
+    fused, modelled = fused_ranking(fetched, mode, n, cfg)
+    return [u for u, _ in fused[:CANDIDATES]] if modelled else []
+
+
+def fuse(fetched: Fetched, mode: Mode, n: int, cfg: SearchConfig = DEFAULT,
+         late: LateStates | None = None) -> list[tuple[str, float]]:  # fmt: skip
+    """A span's ``n`` best units with their scores, best first: the vectors' ranking (each unit by its best vector)
+    and full text's fused by reciprocal rank, then, with both and ``cfg.episode_model``, each episode scored by its
+    probability of being evidence (``rank_by_episode``). ``late``: the question's token states and the token
+    states read for ``late_candidates`` (by unit id; ``governance.kmms.late``); the reading counts only when every
+    candidate has its own."""
+    fused, modelled = fused_ranking(fetched, mode, n, cfg)
+    if modelled and fetched.text is not None:
+        read = _late_reading(fused, late)
+        sims = [(u, 1.0 - d) for u, d in fetched.best_distances.items()]
+        fused = rank_by_episode(fused, sims, fetched.text, cfg.rrf_k, late=read)
     return fused[:n]
+
+
+def _late_reading(fused: Sequence[tuple[str, float]], late: LateStates | None) -> dict[str, float] | None:
+    """``window_maxsim`` of the fused ranking's first rounds, or None (no question states, or a candidate without
+    states of its own: a memory embedded before they were kept, or a round whose vector is not in yet)."""
+    if late is None:
+        return None
+    question, states = late
+    candidates = [u for u, _ in fused[:CANDIDATES]]
+    if not candidates or any(u not in states for u in candidates):
+        return None
+    read = window_maxsim(question, candidates, states)
+    return read if len(read) == len(candidates) else None
 
 
 class Ranked(Protocol):

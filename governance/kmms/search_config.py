@@ -27,6 +27,10 @@ class SearchConfig:
     # (HIVEMEM_KMMS_EPISODE_MODEL; 0: off; governance/kmms/episode_rank.py). Fitted on LoCoMo with the two
     # settings above at their defaults; hybrid searches only.
     episode_model: bool = True
+    # The episode model also reads the first stage's best rounds against the question word by word, from the token
+    # states the embedder kept (HIVEMEM_KMMS_LATE; 0: off; governance/kmms/late.py). A memory whose rounds have no
+    # token states (embedded before 2026-12-05, or by a model that gives none) is ranked without it either way.
+    late: bool = True
     # Full text ranks each unit with its neighbours in the episode, the unit before and after it
     # (HIVEMEM_KMMS_TEXT_NEIGHBOURS; 0: off): a window of three units, one BM25 document.
     text_neighbours: bool = True

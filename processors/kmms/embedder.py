@@ -5,8 +5,11 @@ consumer that re-embeds the whole memory in the background while the old vectors
 
 Units: an episode's rounds or paragraphs (``governance/kmms/units.py``) and, for a document's or a note's unit
 of several sentences, each sentence (``<unit id>~s<n>``: search ranks a unit by its best vector); a round's whole
-text with ``round_whole`` (docs/kmms.md); and each L1/L2/L3 node. (A vector's ``voice``, the first stage's prior
-until 2026-12-05, is no longer set: ``KmmsEmbedding.voice`` stays in the record's schema, empty.)
+text with ``round_whole`` (docs/kmms.md); and each L1/L2/L3 node. A unit's own vector carries, when the model gives
+them (``TokenStatesEmbedder``: the local MiniLM), its content pieces' token states from the same forward pass
+(``KmmsEmbedding.tokens``, ``governance.token_states``): the search reads a round against the question word by word
+with them (``governance.kmms.late``). (A vector's ``voice``, the first stage's prior until 2026-12-05, is no longer
+set: ``KmmsEmbedding.voice`` stays in the record's schema, empty.)
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from contracts.kmms_records import KmmsEmbedding, KmmsEvent, decode_kmms, encode
 from contracts.topics import TopicNames, key_partition
 from governance.kmms.phrasing import embedding_text, fact_sentence
 from governance.kmms.units import sentences_of, units_of, whole_round_id
+from inference.embedding_base import TokenStatesEmbedder
 from inference.embeddings import Embedder
-from processors.embedder_base import StatelessEmbedder, embed_or_outage
+from processors.embedder_base import StatelessEmbedder, or_outage
 from streams.records import LogRecord, OutRecord
 
 
@@ -43,7 +47,8 @@ class KmmsEmbedderProcessor(StatelessEmbedder):
         return [self.names.kmms_events]
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
-        todo: list[tuple[LogRecord, KmmsEvent, str, str]] = []  # (record, event, unit id, text)
+        todo: list[tuple[LogRecord, KmmsEvent, str, str]] = []  # (record, event, vector id, text)
+        own: set[int] = set()  # the entries of todo that are a unit's own vector: they keep their token states
         for rec in records:
             ev = decode_kmms(rec.value or b"", KmmsEvent)
             if ev.kind == "EPISODE_STORED" and ev.episode is not None:
@@ -51,6 +56,7 @@ class KmmsEmbedderProcessor(StatelessEmbedder):
                 for u in units_of(ev.episode):
                     said = embedding_text(u.text)
                     user = any(line.startswith("user: ") for line in u.text.split("\n"))
+                    own.add(len(todo))
                     if self.round_replies:
                         todo.append((rec, ev, u.unit_id, embedding_text(u.text, replies=True)))
                     else:
@@ -70,13 +76,19 @@ class KmmsEmbedderProcessor(StatelessEmbedder):
                     todo.append((rec, ev, ev.node.node_id, text))
         if not todo:
             return []
-        vectors = embed_or_outage(self.embedder, [t for _, _, _, t in todo])
+        texts = [t for _, _, _, t in todo]
+        e = self.embedder
+        if isinstance(e, TokenStatesEmbedder):
+            embedded = or_outage(e, lambda: e.embed_with_tokens(texts))
+        else:
+            embedded = [(v, b"") for v in or_outage(e, lambda: e.embed(texts))]
         outs = []
         model = self.embedder.model_id
-        for (rec, ev, unit, _), vec in zip(todo, vectors, strict=True):
+        for i, ((rec, ev, unit, _), (vec, tokens)) in enumerate(zip(todo, embedded, strict=True)):
             key = f"{ev.tenant}/{unit}|{model}".encode()
             out = KmmsEmbedding(unit_id=unit, tenant=ev.tenant, claw_id=ev.claw_id, scope=ev.scope, model=model,
-                                vector=[float(x) for x in vec], source=str(rec.position))  # fmt: skip
+                                vector=[float(x) for x in vec], source=str(rec.position),
+                                tokens=tokens if i in own else b"")  # fmt: skip
             outs.append(OutRecord(self.names.kmms_embeddings, key_partition(key), key,
                                   encode_kmms(out)))  # fmt: skip
         return outs

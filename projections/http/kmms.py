@@ -18,7 +18,7 @@ from pydantic.alias_generators import to_camel
 from contracts.models import MAX_EPISODE, MAX_ID, MAX_LABEL, SpeakerName
 from governance.kmms.phrasing import strip_roles
 from governance.transcripts import turn_line
-from inference.embedding_base import EmbeddingError
+from inference.embedding_base import EmbeddingError, TokenStatesEmbedder
 from projections.auth import Principal
 from projections.gate.gateway import EnvelopeIn, envelope_from_request
 from projections.http.context import Ctx
@@ -184,6 +184,7 @@ def router(ctx: Ctx) -> APIRouter:
     async def run_search(who: Principal, body: SearchIn) -> q.SearchResult:
         m = memory(who, body.user_id, body.thread_id)
         vector: list[float] | None = None
+        tokens = None  # the question's token states, when the model gives them (governance/kmms/late.py)
         embedder = await serving.embedder(m)  # during a model switch, the old one until the new is complete
         model = embedder.model_id if embedder is not None else ""
         degraded = None
@@ -194,7 +195,10 @@ def router(ctx: Ctx) -> APIRouter:
             # Embedded without the memory's speakers' names, which every turn of theirs carries (speakers.py).
             text = await embedded_question(ctx.pool, m, question.text, cfg.speaker_names)
             try:
-                vector = await run_in_threadpool(embedder.embed_query, text)
+                if body.mode == "hybrid" and cfg.late and isinstance(embedder, TokenStatesEmbedder):
+                    vector, tokens = await run_in_threadpool(embedder.query_with_tokens, text)
+                else:
+                    vector = await run_in_threadpool(embedder.embed_query, text)
             except EmbeddingError as exc:
                 if body.mode == "vector":  # asked for vectors only: nothing to serve without them
                     detail = f"the query could not be embedded: {exc.code}"
@@ -203,7 +207,7 @@ def router(ctx: Ctx) -> APIRouter:
                 degraded = f"EMBEDDINGS_UNAVAILABLE: ranked by full text alone ({exc.code})"
         elif body.mode == "vector":
             raise ApiError(503, "EMBEDDINGS_UNAVAILABLE", "no embedding model is configured for this API")
-        params = q.SearchParams(body.query, vector, model, body.k, as_of, body.mode, tau, abstain, question)
+        params = q.SearchParams(body.query, vector, model, body.k, as_of, body.mode, tau, abstain, question, tokens)
         result = await q.search(ctx.pool, m, params, cfg)
         served_by = model if vector is not None else None
         return result.model_copy(update={"embedding_model": served_by, "degraded": degraded})

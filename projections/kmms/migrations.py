@@ -359,3 +359,14 @@ def kmms_turn_layout_migration() -> list[str]:
     until ``hivemem replay --projection kmms`` rebuilds the read model from the log (that replay reports
     ``kmms_episodes`` different, by the layouts it fills in, and replaces the table)."""
     return ["ALTER TABLE kmms.kmms_episodes ADD COLUMN IF NOT EXISTS turn_layout jsonb NOT NULL DEFAULT '[]'"]
+
+
+def kmms_vector_tokens_migration() -> list[str]:
+    """Each unit vector's token states (``tokens``: the content pieces' states, ``governance.token_states``), which the
+    search reads a round against the question with, word by word. A vector folded before has none (NULL): the search
+    then ranks as it did (``governance.kmms.episode_rank.LOCOMO_WEIGHTS``) until the memory is embedded again (a
+    model switch, docs/kmms.md) or ``hivemem replay --projection kmms`` folds the log's v3 records again. Stored out
+    of line and uncompressed: signed bytes of projected states do not compress, and the HNSW scan reads rows without
+    them."""
+    return ["ALTER TABLE kmms.kmms_vectors ADD COLUMN IF NOT EXISTS tokens bytea",
+            "ALTER TABLE kmms.kmms_vectors ALTER COLUMN tokens SET STORAGE EXTERNAL"]  # fmt: skip

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from psycopg_pool import AsyncConnectionPool
 
 from contracts import kmms_views as views
@@ -158,6 +159,9 @@ class SearchParams:
     # The question as the caller read it to embed it (``read_question``), so its dates are parsed once; read here
     # when None, or when it is another question's or read at another time than ``as_of``.
     question: Question | None = None
+    # The question's token states (``governance.token_states.project``; None: the model gives none), with which the
+    # first stage's best rounds are read word by word (``governance.kmms.late``).
+    tokens: np.ndarray | None = None
 
 
 def _hit_from_node(
@@ -223,7 +227,7 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
         # at once (one when the pool has none to spare): neither reads the other's.
         units, (nodes, fallback) = await side_by_side(
             conn, pool, m.tenant, first_stage(conn, pool, m, sp.vector, sp.model, text, sp.mode, bound, start, as_of,
-                                              4 * sp.k + 20, cfg=cfg), derived)  # fmt: skip
+                                              4 * sp.k + 20, cfg=cfg, tokens=sp.tokens), derived)  # fmt: skip
         cited = {n.node_id: list(n.sessions) for n in nodes if n.sessions}
         if intent.kind == "EVOLUTION":  # the best facts' whole version chains, each in time order
             keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))

@@ -123,11 +123,13 @@ _TABLES = (
         # read by ``kmms_vectors_time``, not unit by unit through the units' table. NULL for a node's, and for a
         # vector folded before its unit (set when the unit is: ``time_untimed_vectors``).
         ("occurred_at", "bigint"),
+        # A unit vector's token states (migration 36, ``governance.token_states``); NULL for the others, and before.
+        ("tokens", "bytea"),
     ), ("tenant", "unit_id", "model"),
         # A vector by the MD5 of its binary form: as text, 384 floats formatted a row, it was most of a digest's time.
-        digest_as=(("embedding", "md5(vector_send(embedding)) AS embedding"),),
+        digest_as=(("embedding", "md5(vector_send(embedding)) AS embedding"), ("tokens", "md5(tokens) AS tokens")),
         digest_order=("tenant", "claw_id", "scope", "unit_id", "model", "kind", "voice", "cause_partition",
-                      "cause_offset", "embedding", "occurred_at")),
+                      "cause_offset", "embedding", "occurred_at", "tokens")),
     Table("kmms_contradictions", (
         ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"),
         ("event_id", "text NOT NULL"), ("old_node", "text NOT NULL"), ("new_node", "text NOT NULL"),
@@ -281,13 +283,14 @@ class KmmsProjection:
             cause = _cause(e)
             rows.append((e.unit_id, e.model, e.tenant, e.claw_id, e.scope, kind, e.vector,
                          None if cause is None else cause.partition, None if cause is None else cause.offset,
-                         e.voice, None if kind == "node" else times.get((e.tenant, unit_of(e.unit_id)))))  # fmt: skip
+                         e.voice, None if kind == "node" else times.get((e.tenant, unit_of(e.unit_id))),
+                         e.tokens or None))  # fmt: skip
         copy_insert(cur, s, "kmms_vectors", ", ".join(_VECTOR_COLUMNS), rows, binary_types(cur, _VECTOR_TYPES))
 
 
 _VECTOR_COLUMNS = ("unit_id", "model", "tenant", "claw_id", "scope", "kind", "embedding", "cause_partition",
-                   "cause_offset", "voice", "occurred_at")  # fmt: skip
-_VECTOR_TYPES = ("text", "text", "text", "text", "text", "text", "vector", "int4", "int8", "text", "int8")
+                   "cause_offset", "voice", "occurred_at", "tokens")  # fmt: skip
+_VECTOR_TYPES = ("text", "text", "text", "text", "text", "text", "vector", "int4", "int8", "text", "int8", "bytea")
 
 
 def _kind(vector_id: str) -> str:

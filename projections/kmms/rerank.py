@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.ranking import window_order
@@ -21,17 +22,18 @@ from projections.queries import side_by_side
 
 async def first_stage(conn: Any, pool: AsyncConnectionPool, m: Memory, vector: list[float] | None, model: str,
                       text: str, mode: Mode, bound: int, start: int | None, as_of: int, n: int, *,
-                      cfg: SearchConfig) -> list[UnitHit]:  # fmt: skip
+                      cfg: SearchConfig, tokens: np.ndarray | None = None) -> list[UnitHit]:  # fmt: skip
     """The first stage's ``n`` best units up to ``bound`` (from ``start``); for a time window (``start``, or a
     ``bound`` before ``as_of``), the window's and the rest of time's up to ``as_of`` in one order
-    (``window_order``), the two searched side by side on two of the pool's connections when it has one to spare."""
+    (``window_order``), the two searched side by side on two of the pool's connections when it has one to spare.
+    ``tokens``: the question's token states (``unit_candidates``)."""
     if start is None and bound >= as_of:  # no window: the units rank their episodes as they come
         return await unit_candidates(conn, m, vector, model, text, mode, bound, start, n, pool, cfg=cfg,
-                                     best_only=True)  # fmt: skip
-    window = unit_candidates(conn, m, vector, model, text, mode, bound, start, n, pool, cfg=cfg)
+                                     best_only=True, tokens=tokens)  # fmt: skip
+    window = unit_candidates(conn, m, vector, model, text, mode, bound, start, n, pool, cfg=cfg, tokens=tokens)
 
     async def rest_of_time(c: Any) -> list[UnitHit]:
-        return await unit_candidates(c, m, vector, model, text, mode, as_of, None, n, cfg=cfg)
+        return await unit_candidates(c, m, vector, model, text, mode, as_of, None, n, cfg=cfg, tokens=tokens)
 
     if spare(pool):
         return window_order(*await side_by_side(conn, pool, m.tenant, window, rest_of_time), cfg)

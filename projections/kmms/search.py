@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.bm25 import rare_terms
-from governance.kmms.ranking import Fetched, Mode, fuse
+from governance.kmms.late import wanted
+from governance.kmms.ranking import Fetched, Mode, fuse, late_candidates
 from governance.kmms.search_config import DEFAULT, SearchConfig
 from governance.kmms.units import first_of_each_episode
 from projections.kmms.nearest import EXACT_WINDOW, IN_SPAN, nearest, spare, window_count, window_ranking
@@ -62,14 +64,19 @@ class UnitHit:
 
 async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode,
                           bound: int, start: int | None, n: int, pool: AsyncConnectionPool | None = None, *,
-                          cfg: SearchConfig, best_only: bool = False) -> list[UnitHit]:  # fmt: skip
+                          cfg: SearchConfig, best_only: bool = False,
+                          tokens: np.ndarray | None = None) -> list[UnitHit]:  # fmt: skip
     """The ``n`` best units by the fused ranking (``governance.kmms.ranking.fuse`` over what ``fetch`` read),
     within [start, bound] of event time, with their text and similarity. ``cfg``: the search's settings. With
     ``best_only``, of the ``n`` only each episode's first is read and returned (the caller ranks episodes by their
     best unit, and no rule reorders the units before that): a LongMemEval-S search read 220 rounds' text for the
-    40-odd it could show."""
+    40-odd it could show. ``tokens``: the question's token states (``governance.token_states.project``), with which
+    the episode model reads the fused ranking's first rounds word by word (``governance.kmms.late``)."""
     p, fetched = await fetch(conn, m, vector, model, text, mode, bound, start, n, pool, cfg=cfg)
-    fused = fuse(fetched, mode, n, cfg)
+    late = None
+    if cfg.late and tokens is not None and tokens.size and (candidates := late_candidates(fetched, mode, n, cfg)):
+        late = (tokens, await read_token_states(conn, p, wanted(candidates)))
+    fused = fuse(fetched, mode, n, cfg, late)
     if not fused:
         return []
     # Each distance is exact: they are the units' similarities, which the read below then need not compute again
@@ -89,6 +96,19 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     )
     rows = {str(r[0]): r for r in await cur.fetchall()}
     return [unit_hit(rows[u], score, known.get(u)) for u, score in fused if u in rows]
+
+
+async def read_token_states(conn: Conn, p: dict[str, Any], units: list[str]) -> dict[str, bytes]:
+    """The stored token states (as stored: ``governance.token_states.encode``) of those of ``units`` that have them,
+    in the search's model: one read by the vectors' key."""
+    cur = await conn.execute(
+        "SELECT v.unit_id, v.tokens FROM kmms.kmms_vectors v WHERE v.tenant = %(t)s AND v.model = %(model)s "
+        "AND v.unit_id = ANY(%(units)s) AND v.tokens IS NOT NULL",
+        {"t": p["t"], "model": p["model"], "units": units},
+        binary=True,  # bytea as its bytes: as text, hex twice their size, parsed back (2 of 3 ms on LoCoMo)
+    )
+    rows: list[Any] = await cur.fetchall()
+    return {str(r[0]): bytes(r[1]) for r in rows}
 
 
 async def fetch(conn: Conn, m: Memory, vector: list[float] | None, model: str, text: str, mode: Mode, bound: int,

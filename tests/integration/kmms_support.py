@@ -105,26 +105,28 @@ def with_changes(**changes: Any) -> SearchConfig:
 
 
 def search_in_process(stack: Stack, claw: str, user_id: str, question: str, k: int, as_of: str, *,
-                      mode: str = "hybrid", tenant: str = "mem-b",
-                      changes: dict[str, Any] | None = None) -> Any:  # fmt: skip
+                      mode: str = "hybrid", tenant: str = "mem-b", changes: dict[str, Any] | None = None,
+                      tokens: bool = True) -> Any:  # fmt: skip
     """``question`` searched as the API would (the question embedded here by the same model, without the memory's
-    speakers' names), with ``changes`` made to the settings (``with_changes``): a ``projections.kmms.queries``
-    SearchResult (times in epoch ms)."""
+    speakers' names, with its token states unless not ``tokens``), with ``changes`` made to the settings
+    (``with_changes``): a ``projections.kmms.queries`` SearchResult (times in epoch ms)."""
 
     async def run() -> Any:
         async with app_pool(stack, max_size=2) as pool:
-            return await search_on(pool, claw, user_id, question, k, as_of, mode=mode, tenant=tenant, changes=changes)
+            return await search_on(pool, claw, user_id, question, k, as_of, mode=mode, tenant=tenant, changes=changes,
+                                   tokens=tokens)  # fmt: skip
 
     return asyncio.run(run())
 
 
 async def search_on(pool: AsyncConnectionPool, claw: str, user_id: str, question: str, k: int, as_of: str, *,
-                    mode: str = "hybrid", tenant: str = "mem-b",
-                    changes: dict[str, Any] | None = None) -> Any:  # fmt: skip
+                    mode: str = "hybrid", tenant: str = "mem-b", changes: dict[str, Any] | None = None,
+                    tokens: bool = True) -> Any:  # fmt: skip
     """``search_in_process``'s search, on a pool the caller holds (``app_pool``)."""
     from datetime import datetime
 
     from hivemem.caml_wiring import embedder
+    from inference.embedding_base import TokenStatesEmbedder
     from projections.kmms import queries as q
     from projections.kmms.search import Memory
     from projections.kmms.speakers import embedded_question
@@ -134,6 +136,8 @@ async def search_on(pool: AsyncConnectionPool, claw: str, user_id: str, question
     cfg = with_changes(**(changes or {}))
     m = Memory(tenant, claw, user_id)
     text = await embedded_question(pool, m, q.content_query(question, at), cfg.speaker_names)
-    vector = None if mode == "text" else emb.embed_query(text)
-    params = q.SearchParams(question, vector, emb.model_id, k, at, mode)  # type: ignore[arg-type]
+    assert isinstance(emb, TokenStatesEmbedder)  # the bundled MiniLM, as the stack runs it
+    vector, states = (None, None) if mode == "text" else emb.query_with_tokens(text)
+    params = q.SearchParams(question, vector, emb.model_id, k, at, mode,  # type: ignore[arg-type]
+                            tokens=states if mode == "hybrid" and tokens else None)  # fmt: skip
     return await q.search(pool, m, params, cfg)

@@ -12,10 +12,11 @@ from bench.episode_model import FEATURES, Asked, fit, recall
 def test_the_fit_finds_the_weights_that_drew_the_labels() -> None:
     rng = np.random.default_rng(7)
     n = 60_000
-    # Features on the scales the first stage gives them: fused scores ~0.1, ratios ~1, reciprocal ranks ~0.05.
-    scales = np.array([0.1, 0.05, 1.0, 0.5, 0.2, 0.05, 0.05])
+    # Features on the scales the first stage gives them: fused scores ~0.1, ratios ~1, reciprocal ranks ~0.05, the
+    # word-by-word reading's gap ~0.3.
+    scales = np.array([0.1, 0.05, 1.0, 0.5, 0.2, 0.05, 0.05, 0.3, 0.05])
     x = rng.random((n, len(FEATURES))) * scales
-    true = np.array([20.0, 15.0, 4.0, -2.0, 6.0, -20.0, -10.0])
+    true = np.array([20.0, 15.0, 4.0, -2.0, 6.0, -20.0, -10.0, 7.0, 12.0])
     p = 1 / (1 + np.exp(-(x @ true - 3.0)))
     y = (rng.random(n) < p).astype(float)
     w = fit(x, y, c=1e6)  # next to no penalty: the maximum-likelihood weights

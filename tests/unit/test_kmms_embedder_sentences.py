@@ -73,3 +73,22 @@ def test_the_removed_switch_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("HIVEMEM_KMMS_ROUND_SENTENCES", "1")
     with pytest.raises(ValueError, match="HIVEMEM_KMMS_ROUND_SENTENCES: removed"):
         no_removed_switches()
+
+
+class TokenEmbedder(CountingEmbedder):
+    """A double that gives token states too (as the bundled MiniLM does): 128 bytes a word."""
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> list[tuple[list[float], bytes]]:
+        return [(v, b"\x01" * 128 * len(t.split())) for v, t in zip(self.embed(texts), texts, strict=True)]
+
+    def query_with_tokens(self, text: str) -> tuple[list[float], object]:
+        return self.embed_query(text), None
+
+
+def test_a_units_own_vector_carries_its_token_states_and_nothing_else_does() -> None:
+    p = KmmsEmbedderProcessor(NAMES, TokenEmbedder())
+    doc = [decode_kmms(o.value, KmmsEmbedding) for o in p.process([_stored(False)], 6_000)]
+    assert [(o.unit_id, len(o.tokens) // 128) for o in doc] == [("e1#0", len(SAID.split())), ("e1#0~s0", 0),
+                                                                ("e1#0~s1", 0), ("e1#0~s2", 0)]  # fmt: skip
+    chat = [decode_kmms(o.value, KmmsEmbedding) for o in p.process([_stored(True)], 6_000)]
+    assert [(o.unit_id, len(o.tokens) > 0) for o in chat] == [("e1#0", True)]

@@ -81,8 +81,8 @@ def test_the_order_follows_the_weights_and_ties_go_by_episode_id() -> None:
     vector, text = ["a#0", "b#0"], ["b#0", "a#0"]
     similar, bm25 = [("a#0", 0.5), ("b#0", 0.5)], [("b#0", 2.0), ("a#0", 2.0)]
     fused = _fused(vector, text)
-    flat = EpisodeWeights(0, 0, 0, 0, 0, 0, 0, 0)
+    flat = EpisodeWeights(0, 0, 0, 0, 0, 0, 0, intercept=0)
     assert [u for u, _ in rank_by_episode(fused, similar, bm25, K, flat)] == ["a#0", "b#0"]
-    by_text = EpisodeWeights(0, 0, 0, 0, 0, 5.0, 0, 0)  # first by full text: b
+    by_text = EpisodeWeights(0, 0, 0, 0, 0, 5.0, 0, intercept=0)  # first by full text: b
     assert [u for u, _ in rank_by_episode(fused, similar, bm25, K, by_text)] == ["b#0", "a#0"]
     assert rank_by_episode([], [], [], K) == []

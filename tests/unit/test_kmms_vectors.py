@@ -25,18 +25,19 @@ def _versions() -> list[int]:
 
 @settings(max_examples=200, deadline=None)
 @given(version=st.sampled_from(_versions()), vector=st.lists(FLOATS, max_size=400), unit=TEXT, tenant=TEXT,
-       claw=TEXT, scope=TEXT, model=TEXT, source=TEXT, voice=TEXT)  # fmt: skip
+       claw=TEXT, scope=TEXT, model=TEXT, source=TEXT, voice=TEXT, tokens=st.binary(max_size=600))  # fmt: skip
 def test_equal_to_fastavro(version: int, vector: list[float], unit: str, tenant: str, claw: str, scope: str,
-                           model: str, source: str, voice: str) -> None:  # fmt: skip
+                           model: str, source: str, voice: str, tokens: bytes) -> None:  # fmt: skip
     sv = next(v for v in registry().versions("kmms_embedding") if v.version == version)
     record = {"unitId": unit, "tenant": tenant, "clawId": claw, "scope": scope, "model": model, "vector": vector,
-              "source": source, "voice": voice}  # fmt: skip
+              "source": source, "voice": voice, "tokens": tokens}  # fmt: skip
     names = {f["name"] for f in sv.parsed["fields"]}
     data = encode_record(sv, {k: v for k, v in record.items() if k in names})
     slow = decode_kmms(data, KmmsEmbedding)
     fast = decode_vector_record(data)
     assert (fast.unit_id, fast.tenant, fast.claw_id, fast.scope, fast.model, fast.source, fast.voice) == (
         slow.unit_id, slow.tenant, slow.claw_id, slow.scope, slow.model, slow.source, slow.voice)  # fmt: skip
+    assert fast.tokens == slow.tokens
     assert fast.vector.dtype == np.float32
     assert fast.vector.tolist() == slow.vector
 
@@ -54,7 +55,7 @@ def test_blocks_with_sizes_and_several_blocks() -> None:
     data = encode_kmms(e)
     sv = registry().latest("kmms_embedding")
     head = data[:HEADER_LEN] + b"".join(_long(len(x)) + x.encode() for x in ("u#0", "t", "c", "s", "m"))
-    tail = b"".join(_long(len(x)) + x.encode() for x in ("x:0:1", "told"))
+    tail = b"".join(_long(len(x)) + x.encode() for x in ("x:0:1", "told")) + _long(0)  # no tokens
     blocks = _long(-2) + _long(8) + struct.pack("<2f", 0.5, -1.0) + _long(1) + struct.pack("<f", 2.0) + _long(0)
     split = head + blocks + tail
     read = fastavro.schemaless_reader(io.BytesIO(split[HEADER_LEN:]), sv.parsed, None)

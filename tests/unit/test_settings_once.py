@@ -53,6 +53,7 @@ def test_the_search_settings_default_to_todays_values() -> None:
     assert DEFAULT.point_window is True and DEFAULT.text_dates is True
     assert (DEFAULT.tau, DEFAULT.abstain_below) == (queries.TAU, queries.ABSTAIN_BELOW)
     assert DEFAULT.text_neighbours is True and DEFAULT.speaker_names is False and DEFAULT.episode_model is True
+    assert DEFAULT.late is True
 
 
 def test_each_variable_sets_its_knob() -> None:
@@ -60,7 +61,7 @@ def test_each_variable_sets_its_knob() -> None:
            "HIVEMEM_KMMS_COMMON_LEXEME": "1", "HIVEMEM_KMMS_FACT_TOPIC": "0.4", "HIVEMEM_KMMS_WINDOW_WEIGHT": "0",
            "HIVEMEM_KMMS_POINT_WINDOW": "0", "HIVEMEM_KMMS_TEXT_DATES": "0", "HIVEMEM_KMMS_TAU": "0.5",
            "HIVEMEM_KMMS_ABSTAIN": "0.25", "HIVEMEM_KMMS_TEXT_NEIGHBOURS": "0", "HIVEMEM_KMMS_SPEAKER_NAMES": "1",
-           "HIVEMEM_KMMS_EPISODE_MODEL": "0"}  # fmt: skip
+           "HIVEMEM_KMMS_EPISODE_MODEL": "0", "HIVEMEM_KMMS_LATE": "0"}  # fmt: skip
     cfg = search_config_from_env(env)
     changed = {f.name for f in fields(SearchConfig) if getattr(cfg, f.name) != getattr(DEFAULT, f.name)}
     assert changed == {f.name for f in fields(SearchConfig)}
@@ -75,6 +76,7 @@ def test_a_switch_is_on_for_any_other_value(off: str) -> None:
     assert search_config_from_env({"HIVEMEM_KMMS_SPEAKER_NAMES": "1"}).speaker_names is True
     assert search_config_from_env({"HIVEMEM_KMMS_EPISODE_MODEL": off}).episode_model is False
     assert search_config_from_env({"HIVEMEM_KMMS_EPISODE_MODEL": "1"}).episode_model is True
+    assert search_config_from_env({"HIVEMEM_KMMS_LATE": off}).late is False
 
 
 @pytest.mark.parametrize("name", sorted(REMOVED_SEARCH_SETTINGS))

@@ -1,0 +1,101 @@
+"""A round read against the question word by word (governance/kmms/late.py), on the real path: episodes through HTTP,
+the gate and the kmms processors, the embedder's token states on Kafka (``KmmsEmbedding.tokens``), folded into the
+read model (migration 36), read by the search over HTTP; and a memory embedded before token states were kept ranks
+as it did."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from governance import token_states
+from governance.kmms import ranking
+from hivemem.stack import Stack
+from producers.memory_client import MemoryClient
+from tests.integration.kmms_support import memory, search_in_process
+
+pytestmark = pytest.mark.integration
+
+# Two friends talking (every turn a user's, named, as hivemem bench memory sends LoCoMo): the board games Nate played
+# are told in passing, the other sessions share the question's words without answering it.
+SESSIONS = [
+    ["Nate: The gaming party was a great success! We even played some Chess after the tournament.",
+     "Joanna: That sounds like a fun night, I love a good party."],
+    ["Joanna: Wow, congrats on the win! What game were you playing?",
+     "Nate: A racing game on the console, I practised every evening for weeks."],
+    ["Joanna: Do you have any games you would recommend for a rainy day?",
+     "Nate: Honestly anything with friends is good, I just like the company."],
+    ["Nate: We played this game Catan, you build settlements and trade resources. I love it!",
+     "Joanna: Nice, I have heard good things about it."],
+    ["Joanna: My dog chewed my new shoes today.", "Nate: Oh no, poor shoes! Is he still a puppy?"],
+]  # fmt: skip
+QUESTION = "What board games has Nate played?"
+AS_OF = "2026-06-01T00:00:00Z"
+CLAW = f"late-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="module")
+def friends(stack: Stack) -> MemoryClient:
+    mem = memory(stack, "mem-b", claw=CLAW, user_id="nate")
+    ids = [mem.add([{"role": "user", "content": line} for line in turns], session_id=f"s-{i}",
+                   occurred_at=f"2026-05-{i + 1:02d}T10:00:00Z").episode_id
+           for i, turns in enumerate(SESSIONS)]  # fmt: skip
+    mem.wait_indexed(ids, timeout_s=120)
+    return mem
+
+
+def _vectors(stack: Stack) -> list[tuple[Any, ...]]:
+    with psycopg.connect(stack.settings.require_database(), autocommit=True) as conn:
+        return conn.execute("SELECT unit_id, kind, tokens FROM kmms.kmms_vectors WHERE tenant = 'mem-b' "
+                            "AND claw_id = %s ORDER BY unit_id", (CLAW,)).fetchall()  # fmt: skip
+
+
+def test_each_rounds_vector_carries_its_token_states_and_nothing_else_does(stack: Stack, friends: MemoryClient) -> None:
+    rows = _vectors(stack)
+    units = [r for r in rows if r[1] == "unit"]
+    assert len(units) == sum(len(turns) for turns in SESSIONS)  # every turn a user's: a round each
+    for unit_id, _, tokens in units:
+        assert tokens is not None and len(tokens) % token_states.DIM == 0, unit_id
+        assert 1 <= len(tokens) // token_states.DIM <= token_states.MAX_TOKENS
+    assert all(tokens is None for _, kind, tokens in rows if kind != "unit")  # nodes' (and sentences') have none
+
+
+def test_the_search_reads_the_rounds_word_by_word_and_the_api_ranks_as_that(
+    stack: Stack, friends: MemoryClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[dict[str, float]] = []
+    shipped = ranking.window_maxsim
+
+    def spy(*args: Any) -> dict[str, float]:
+        got = shipped(*args)
+        reads.append(got)
+        return got
+
+    monkeypatch.setattr(ranking, "window_maxsim", spy)
+    late = search_in_process(stack, CLAW, "nate", QUESTION, 5, AS_OF)
+    assert reads and len(reads[0]) == sum(len(turns) for turns in SESSIONS)  # every round read, each one's figure
+    api = friends.search(QUESTION, k=5, as_of=AS_OF)
+    assert [h.session_id for h in api.hits] == [h.session_id for h in late.hits]
+    assert {"s-0", "s-3"} <= {h.session_id for h in api.hits[:3]}  # Chess and Catan, told in passing
+
+
+def test_a_memory_embedded_without_token_states_ranks_as_before(stack: Stack, friends: MemoryClient) -> None:
+    """The vectors' token states taken away (as a memory embedded before migration 36 holds them): the search ranks by
+    the episode model without its two word-by-word figures, as one without the question's states does."""
+    plain = search_in_process(stack, CLAW, "nate", QUESTION, 5, AS_OF, changes={}, tokens=False)
+    with psycopg.connect(stack.settings.require_database(), autocommit=True) as conn:
+        kept = conn.execute("SELECT unit_id, tokens FROM kmms.kmms_vectors WHERE tenant = 'mem-b' AND claw_id = %s "
+                            "AND tokens IS NOT NULL", (CLAW,)).fetchall()  # fmt: skip
+        conn.execute("UPDATE kmms.kmms_vectors SET tokens = NULL WHERE tenant = 'mem-b' AND claw_id = %s", (CLAW,))
+        try:
+            before = friends.search(QUESTION, k=5, as_of=AS_OF)
+        finally:
+            for unit_id, tokens in kept:
+                conn.execute("UPDATE kmms.kmms_vectors SET tokens = %s WHERE tenant = 'mem-b' AND unit_id = %s",
+                             (tokens, unit_id))  # fmt: skip
+    assert [(h.session_id, h.score) for h in before.hits] == [(h.session_id, h.score) for h in plain.hits]
+    again = friends.search(QUESTION, k=5, as_of=AS_OF)
+    assert [h.score for h in again.hits] != [h.score for h in before.hits]  # the states back, the reading again
