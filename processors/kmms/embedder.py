@@ -6,10 +6,14 @@ consumer that re-embeds the whole memory in the background while the old vectors
 Units: an episode's rounds or paragraphs (``governance/kmms/units.py``) and, for a document's or a note's unit
 of several sentences, each sentence (``<unit id>~s<n>``: search ranks a unit by its best vector); a round's whole
 text with ``round_whole`` (docs/kmms.md); and each L1/L2/L3 node. A unit's own vector carries, when the model gives
-them (``TokenStatesEmbedder``: the local MiniLM), its content pieces' token states from the same forward pass
-(``KmmsEmbedding.tokens``, ``governance.token_states``): the search reads a round against the question word by word
-with them (``governance.kmms.late``). (A vector's ``voice``, the first stage's prior until 2026-12-05, is no longer
-set: ``KmmsEmbedding.voice`` stays in the record's schema, empty.)
+them (``TokenStatesEmbedder``: the local MiniLM) and the vector reads the whole unit (a round without replies, one
+between named people, a document's paragraph; every round with ``round_replies``), its content pieces' token states
+from the same forward pass (``KmmsEmbedding.tokens``, ``governance.token_states``): the search reads a round against
+the question word by word with them (``governance.kmms.late``). A round read from its user's lines alone keeps none:
+its replies would be missing from the reading (on RealMem's user-assistant chats such a reading cost 1.4 points of
+session recall@5; docs/kmms.md), and a memory with such rounds among a search's candidates is ranked without it.
+(A vector's ``voice``, the first stage's prior until 2026-12-05, is no longer set: ``KmmsEmbedding.voice`` stays in
+the record's schema, empty.)
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ class KmmsEmbedderProcessor(StatelessEmbedder):
 
     def process(self, records: Sequence[LogRecord], now_ms: int) -> list[OutRecord]:
         todo: list[tuple[LogRecord, KmmsEvent, str, str]] = []  # (record, event, vector id, text)
-        own: set[int] = set()  # the entries of todo that are a unit's own vector: they keep their token states
+        own: set[int] = set()  # the entries of todo whose token states are kept (``_reads_all``)
         for rec in records:
             ev = decode_kmms(rec.value or b"", KmmsEvent)
             if ev.kind == "EPISODE_STORED" and ev.episode is not None:
@@ -56,12 +60,15 @@ class KmmsEmbedderProcessor(StatelessEmbedder):
                 for u in units_of(ev.episode):
                     said = embedding_text(u.text)
                     user = any(line.startswith("user: ") for line in u.text.split("\n"))
-                    own.add(len(todo))
+                    whole_text = embedding_text(u.text, replies=True)
+                    own_text = whole_text if self.round_replies else said
+                    if own_text == whole_text:  # the vector reads the whole round: its states are the round's
+                        own.add(len(todo))
                     if self.round_replies:
-                        todo.append((rec, ev, u.unit_id, embedding_text(u.text, replies=True)))
+                        todo.append((rec, ev, u.unit_id, whole_text))
                     else:
                         todo.append((rec, ev, u.unit_id, said))
-                        whole = embedding_text(u.text, replies=True) if user and self.round_whole else said
+                        whole = whole_text if user and self.round_whole else said
                         if whole != said:  # a round with replies: its whole text too (``round_whole``)
                             todo.append((rec, ev, whole_round_id(u.unit_id), whole))
                     # A document's or a note's sentences. A conversation's rounds have none: a user's round's

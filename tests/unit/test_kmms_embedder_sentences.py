@@ -39,12 +39,12 @@ class CountingEmbedder:
         return EmbedderHealth(ok=True, model_id=self.model_id, dim=self.dim, detail="")
 
 
-def _stored(conversation: bool) -> LogRecord:
+def _stored(conversation: bool, reply: bool = True) -> LogRecord:
     payload: dict[str, object] = {"episodeId": "e1", "about": "memory", "content": SAID, "occurredAt": 1_000,
                                   "sessionId": "s1", "userId": "u1"}  # fmt: skip
     if conversation:
-        payload |= {"contentType": "CONVERSATION", "turns": [{"role": "user", "content": SAID},
-                                                             {"role": "assistant", "content": "Noted."}]}  # fmt: skip
+        replies = [{"role": "assistant", "content": "Noted."}] if reply else []
+        payload |= {"contentType": "CONVERSATION", "turns": [{"role": "user", "content": SAID}, *replies]}
     env = encode_envelope(offline_client("acme", "claw-1").build("episode", payload))
     out = KmmsDriver(NAMES, {"acme": "redact"}).pipe(NAMES.accepted("episode"), env, 5_000)
     return LogRecord(out[0].topic, 0, 0, 5_000, out[0].key, out[0].value)
@@ -85,10 +85,16 @@ class TokenEmbedder(CountingEmbedder):
         return self.embed_query(text), None
 
 
-def test_a_units_own_vector_carries_its_token_states_and_nothing_else_does() -> None:
+def test_a_units_own_vector_carries_its_token_states_when_it_reads_the_whole_unit() -> None:
     p = KmmsEmbedderProcessor(NAMES, TokenEmbedder())
     doc = [decode_kmms(o.value, KmmsEmbedding) for o in p.process([_stored(False)], 6_000)]
     assert [(o.unit_id, len(o.tokens) // 128) for o in doc] == [("e1#0", len(SAID.split())), ("e1#0~s0", 0),
                                                                 ("e1#0~s1", 0), ("e1#0~s2", 0)]  # fmt: skip
+    alone = [decode_kmms(o.value, KmmsEmbedding) for o in p.process([_stored(True, reply=False)], 6_000)]
+    assert [(o.unit_id, len(o.tokens) > 0) for o in alone] == [("e1#0", True)]  # a round of the user's lines only
+    # A round with a reply is embedded from its user's lines: a reading of those would miss the reply. None kept,
+    # unless its vector reads the replies too.
     chat = [decode_kmms(o.value, KmmsEmbedding) for o in p.process([_stored(True)], 6_000)]
-    assert [(o.unit_id, len(o.tokens) > 0) for o in chat] == [("e1#0", True)]
+    assert [(o.unit_id, len(o.tokens) > 0) for o in chat] == [("e1#0", False)]
+    whole = KmmsEmbedderProcessor(NAMES, TokenEmbedder(), round_replies=True).process([_stored(True)], 6_000)
+    assert [len(decode_kmms(o.value, KmmsEmbedding).tokens) > 0 for o in whole] == [True]
