@@ -125,8 +125,15 @@ def embedding_text(unit_text: str, replies: bool = False) -> str:
     user-assistant chats, session recall@5 by the default search RealMem +1.2, BEAM -1.8, docs/kmms.md)."""
     if replies or between_people(unit_text):
         return _ROLE.sub("", unit_text)
-    said = [line[6:] for line in unit_text.split("\n") if line.startswith("user: ")]
+    said = user_lines(unit_text)
     return "\n".join(said) if said else _ROLE.sub("", unit_text)
+
+
+def user_lines(unit_text: str) -> list[str]:
+    """The lines of a unit the user said, without their ``user:`` prefix: a user's turn's first line and the lines
+    that continue it (a message of several lines is one turn: ``speaker_lines``). Before 2026-12-05 only the lines
+    that began ``user: `` were read, and a user's message of several lines was embedded from its first line."""
+    return [words for role, words in speaker_lines(unit_text) if role == "user"]
 
 
 def strip_roles(unit_text: str) -> str:
@@ -137,7 +144,7 @@ def said_text(unit_text: str, *, conversation: bool) -> str:
     """The words of a unit its owner said, for full text on a question about the user's own life
     (``governance.kmms.voice``): a round's user lines; nothing for a piece of a conversation without any (an
     assistant's, a tool's words: a long reply is cut into pieces of its own); a document's or a note's text."""
-    said = [line[6:] for line in unit_text.split("\n") if line.startswith("user: ")]
+    said = user_lines(unit_text)
     if said:
         return "\n".join(said)
     return "" if conversation else unit_text

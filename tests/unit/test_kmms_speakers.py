@@ -172,3 +172,12 @@ def test_the_kmms_processor_stores_named_turns_and_redacts_a_name() -> None:
     assert ev.kind == "EPISODE_STORED" and ev.episode is not None
     assert ev.episode.content == "user: Melanie: I painted a lake.\nuser: [EMAIL]: Mine was my dog."
     assert [t.name for t in ev.episode.turns] == ["Melanie", "[EMAIL]"] and ev.episode.redacted == ["email"]
+
+
+def test_a_users_message_of_several_lines_is_embedded_whole() -> None:
+    # A turn's later lines have no prefix of their own (turn_line writes "user: " once): they are the turn's, not
+    # dropped (before 2026-12-05 a message of several lines was embedded from its first line alone).
+    round_ = "user: Here is my list:\n- flour\n- eggs\nassistant: Noted.\nAnything else?"
+    assert embedding_text(round_) == "Here is my list:\n- flour\n- eggs"
+    assert said_text(round_, conversation=True) == "Here is my list:\n- flour\n- eggs"
+    assert embedding_text(round_, replies=True) == "Here is my list:\n- flour\n- eggs\nNoted.\nAnything else?"
