@@ -75,7 +75,7 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     p, fetched = await fetch(conn, m, vector, model, text, mode, bound, start, n, pool, cfg=cfg)
     late = None
     if cfg.late and tokens is not None and tokens.size and (candidates := late_candidates(fetched, mode, n, cfg)):
-        late = (tokens, await read_token_states(conn, p, wanted(candidates)))
+        late = (tokens, await candidate_states(conn, p, candidates))
     fused = fuse(fetched, mode, n, cfg, late)
     if not fused:
         return []
@@ -96,6 +96,17 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     )
     rows = {str(r[0]): r for r in await cur.fetchall()}
     return [unit_hit(rows[u], score, known.get(u)) for u, score in fused if u in rows]
+
+
+async def candidate_states(conn: Conn, p: dict[str, Any], candidates: list[str]) -> dict[str, bytes]:
+    """The stored token states of ``candidates`` and, when every one of them has its own, of their neighbours
+    (``governance.kmms.late.wanted``): a memory of user-assistant chats, whose rounds keep none, costs the search one
+    probe of its candidates, not of their neighbours too."""
+    states = await read_token_states(conn, p, candidates)
+    if len(states) < len(candidates):
+        return states  # the reading will not count (``governance.kmms.ranking.fuse``)
+    near = [u for u in wanted(candidates) if u not in states]
+    return {**states, **await read_token_states(conn, p, near)} if near else states
 
 
 async def read_token_states(conn: Conn, p: dict[str, Any], units: list[str]) -> dict[str, bytes]:
