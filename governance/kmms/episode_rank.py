@@ -130,6 +130,12 @@ def episode_features(fused: Sequence[tuple[str, float]], similar: Sequence[tuple
     return out
 
 
+def _probability(log_odds: float) -> float:
+    """The logistic of ``log_odds``, clamped where ``math.exp`` would overflow (weights a fit gives a
+    ``hivemem bench episode_model`` run can be far from the shipped ones)."""
+    return 1.0 / (1.0 + math.exp(-max(-700.0, min(700.0, log_odds))))
+
+
 def rank_by_episode(fused: Sequence[tuple[str, float]], similar: Sequence[tuple[str, float]],
                     bm25: Sequence[tuple[str, float]], k: int, weights: EpisodeWeights | None = None,
                     late: Mapping[str, float] | None = None) -> list[tuple[str, float]]:  # fmt: skip
@@ -141,7 +147,7 @@ def rank_by_episode(fused: Sequence[tuple[str, float]], similar: Sequence[tuple[
     weights = weights or (LOCOMO_LATE_WEIGHTS if late else LOCOMO_WEIGHTS)
     episodes = _episodes(fused, similar, bm25)
     features = episode_features(fused, similar, bm25, k, episodes, late)
-    prob = {e: 1.0 / (1.0 + math.exp(-f.score(weights))) for e, f in features.items()}
+    prob = {e: _probability(f.score(weights)) for e, f in features.items()}
     best: dict[str, float] = {}
     for unit, s in fused:
         best.setdefault(episodes[unit], s)

@@ -86,3 +86,13 @@ def test_the_order_follows_the_weights_and_ties_go_by_episode_id() -> None:
     by_text = EpisodeWeights(0, 0, 0, 0, 0, 5.0, 0, intercept=0)  # first by full text: b
     assert [u for u, _ in rank_by_episode(fused, similar, bm25, K, by_text)] == ["b#0", "a#0"]
     assert rank_by_episode([], [], [], K) == []
+
+
+@pytest.mark.parametrize("intercept", [-1000.0, 1000.0])
+def test_log_odds_out_of_exps_range_rank_without_overflow(intercept: float) -> None:
+    vector, text = ["a#0", "b#0"], ["b#0", "a#0"]
+    similar, bm25 = [("a#0", 0.9), ("b#0", 0.5)], [("b#0", 2.0), ("a#0", 1.0)]
+    extreme = EpisodeWeights(0, 0, 0, 0, 0, 0, 0, intercept=intercept)
+    ranked = rank_by_episode(_fused(vector, text), similar, bm25, K, extreme)
+    assert sorted(u for u, _ in ranked) == ["a#0", "b#0"]
+    assert all(0.0 < s <= 1.0 for _, s in ranked)
