@@ -22,6 +22,7 @@ content (``governance.token_states``: projected to 128 numbers, stored as bytes)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import os
@@ -87,7 +88,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-_NO_STATES = np.zeros((0, 384), dtype=np.float32)
+_NO_STATES = np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
 
 
 @dataclass(frozen=True)
@@ -122,8 +123,8 @@ class MiniLmEmbedder:
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
         self._cache = QueryCache(cache_size)
-        self._tokens: dict[str, tuple[list[float], np.ndarray]] = {}  # question -> (vector, its states), oldest first
-        self._tokens_size = cache_size
+        # question -> (vector, its projected states), as ``_cache`` keeps vectors: the same few questions come again
+        self._query_states = functools.lru_cache(maxsize=max(cache_size, 0))(self._query_states_uncached)
 
     def load(self) -> None:
         """Load now (e.g. at service start) rather than on the first request."""
@@ -189,15 +190,14 @@ class MiniLmEmbedder:
         """A question's vector (``embed_query``'s) and its content pieces' states, projected
         (``governance.token_states.project``): what a search reads rounds against. One forward pass; both kept
         (the same few questions are asked again)."""
-        got = self._tokens.get(text)
-        if got is None:
-            ((vec, states),) = self._forward([text], tokens=True)
-            got = (vec, token_states.project(states))
-            with self._lock:
-                self._tokens[text] = got
-                while len(self._tokens) > self._tokens_size:
-                    self._tokens.pop(next(iter(self._tokens)))
-        return list(got[0]), got[1]
+        vec, states = self._query_states(text)
+        return list(vec), states
+
+    def _query_states_uncached(self, text: str) -> tuple[tuple[float, ...], np.ndarray]:
+        ((vec, states),) = self._forward([text], tokens=True)
+        projected = token_states.project(states)
+        projected.setflags(write=False)  # shared by every caller of the cached question
+        return tuple(vec), projected
 
     def _forward(self, texts: Sequence[str], *, tokens: bool) -> list[tuple[list[float], np.ndarray]]:
         """Each text's pooled vector and, with ``tokens``, its content pieces' states (pieces x 384; empty without)."""

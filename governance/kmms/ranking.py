@@ -4,11 +4,12 @@ SQL (``projections.kmms.search``, ``projections.kmms.nearest``) fetches each spa
 vectors, one (unit, cosine distance) row per vector, and full text's units with their BM25 scores
 (``Fetched``). The rules here order them, driven by one ``SearchConfig``:
 
-1. ``fuse``: a span's two rankings fused by reciprocal rank (k = ``rrf_k``, full text weighted ``text_weight``
-   against the vectors' 1; ``fusion_weights``), then its episodes ranked by the learned score of
-   ``governance.kmms.episode_rank`` (``episode_model``; hybrid searches), cut to the ``n`` best units. Given the
-   question's token states, the episode model also reads the fused ranking's first rounds word by word
-   (``governance.kmms.late``): ``late_candidates`` names the rounds whose states the caller reads for it.
+1. ``fuse``: a span's two rankings fused by reciprocal rank (``fused_ranking``; k = ``rrf_k``, full text weighted
+   ``text_weight`` against the vectors' 1; ``fusion_weights``), then its episodes ranked by the learned score of
+   ``governance.kmms.episode_rank`` (``ranked``: ``episode_model``; hybrid searches), cut to the ``n`` best units.
+   Given the question's token states, the episode model also reads the fused ranking's first rounds word by word
+   (``governance.kmms.late``): ``late_candidates`` names the rounds whose states the caller reads for it, between
+   ``fused_ranking`` and ``ranked``.
 2. ``window_order``: a question with a time window has two spans, the window's and all time's; the window's units
    join all time's as a reciprocal-rank list of ``window_weight`` (``window_fused``), or, with ``window_weight`` 0,
    come first, then the rest of time's (``window_first``).
@@ -72,26 +73,36 @@ def fused_ranking(fetched: Fetched, mode: Mode, n: int,
     return fused, cfg.episode_model and len(rankings) == 2 and fetched.text is not None
 
 
-def late_candidates(fetched: Fetched, mode: Mode, n: int, cfg: SearchConfig = DEFAULT) -> list[str]:
-    """The rounds the episode model reads word by word (the fused ranking's ``CANDIDATES`` first); none when it does
-    not rank this span."""
-    fused, modelled = fused_ranking(fetched, mode, n, cfg)
-    return [u for u, _ in fused[:CANDIDATES]] if modelled else []
+def late_candidates(first: tuple[list[tuple[str, float]], bool]) -> list[str]:
+    """The rounds the episode model reads word by word: the first ``CANDIDATES`` of a span's ``fused_ranking``;
+    none when the episode model does not rank the span."""
+    fused, modelled = first
+    return _first_rounds(fused) if modelled else []
 
 
-def fuse(fetched: Fetched, mode: Mode, n: int, cfg: SearchConfig = DEFAULT,
-         late: LateStates | None = None) -> list[tuple[str, float]]:  # fmt: skip
-    """A span's ``n`` best units with their scores, best first: the vectors' ranking (each unit by its best vector)
-    and full text's fused by reciprocal rank, then, with both and ``cfg.episode_model``, each episode scored by its
-    probability of being evidence (``rank_by_episode``). ``late``: the question's token states and the token
-    states read for ``late_candidates`` (by unit id; ``governance.kmms.late``); the reading counts only when every
-    candidate has its own."""
-    fused, modelled = fused_ranking(fetched, mode, n, cfg)
+def fuse(fetched: Fetched, mode: Mode, n: int, cfg: SearchConfig = DEFAULT) -> list[tuple[str, float]]:
+    """A span's ``n`` best units with their scores, best first (``ranked`` of its ``fused_ranking``), without the
+    word-by-word reading."""
+    return ranked(fetched, fused_ranking(fetched, mode, n, cfg), n, cfg)
+
+
+def ranked(fetched: Fetched, first: tuple[list[tuple[str, float]], bool], n: int, cfg: SearchConfig = DEFAULT,
+           late: LateStates | None = None) -> list[tuple[str, float]]:  # fmt: skip
+    """A span's ``n`` best units with their scores, best first, from its ``fused_ranking`` (``first``): the vectors'
+    ranking (each unit by its best vector) and full text's fused by reciprocal rank, then, with both and
+    ``cfg.episode_model``, each episode scored by its probability of being evidence (``rank_by_episode``).
+    ``late``: the question's token states and the token states read for ``late_candidates`` (by unit id;
+    ``governance.kmms.late``); the reading counts only when every candidate has its own."""
+    fused, modelled = first
     if modelled and fetched.text is not None:
         read = _late_reading(fused, late)
         sims = [(u, 1.0 - d) for u, d in fetched.best_distances.items()]
         fused = rank_by_episode(fused, sims, fetched.text, cfg.rrf_k, late=read)
     return fused[:n]
+
+
+def _first_rounds(fused: Sequence[tuple[str, float]]) -> list[str]:
+    return [u for u, _ in fused[:CANDIDATES]]
 
 
 def _late_reading(fused: Sequence[tuple[str, float]], late: LateStates | None) -> dict[str, float] | None:
@@ -100,7 +111,7 @@ def _late_reading(fused: Sequence[tuple[str, float]], late: LateStates | None) -
     if late is None:
         return None
     question, states = late
-    candidates = [u for u, _ in fused[:CANDIDATES]]
+    candidates = _first_rounds(fused)
     if not candidates or any(u not in states for u in candidates):
         return None
     read = window_maxsim(question, candidates, states)

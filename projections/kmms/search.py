@@ -20,7 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from governance.kmms.bm25 import rare_terms
 from governance.kmms.late import wanted
-from governance.kmms.ranking import Fetched, Mode, fuse, late_candidates
+from governance.kmms.ranking import Fetched, Mode, fused_ranking, late_candidates, ranked
 from governance.kmms.search_config import DEFAULT, SearchConfig
 from governance.kmms.units import first_of_each_episode
 from projections.kmms.nearest import EXACT_WINDOW, IN_SPAN, nearest, spare, window_count, window_ranking
@@ -66,17 +66,18 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
                           bound: int, start: int | None, n: int, pool: AsyncConnectionPool | None = None, *,
                           cfg: SearchConfig, best_only: bool = False,
                           tokens: np.ndarray | None = None) -> list[UnitHit]:  # fmt: skip
-    """The ``n`` best units by the fused ranking (``governance.kmms.ranking.fuse`` over what ``fetch`` read),
+    """The ``n`` best units by the fused ranking (``governance.kmms.ranking.ranked`` over what ``fetch`` read),
     within [start, bound] of event time, with their text and similarity. ``cfg``: the search's settings. With
     ``best_only``, of the ``n`` only each episode's first is read and returned (the caller ranks episodes by their
     best unit, and no rule reorders the units before that): a LongMemEval-S search read 220 rounds' text for the
     40-odd it could show. ``tokens``: the question's token states (``governance.token_states.project``), with which
     the episode model reads the fused ranking's first rounds word by word (``governance.kmms.late``)."""
     p, fetched = await fetch(conn, m, vector, model, text, mode, bound, start, n, pool, cfg=cfg)
+    first = fused_ranking(fetched, mode, n, cfg)
     late = None
-    if cfg.late and tokens is not None and tokens.size and (candidates := late_candidates(fetched, mode, n, cfg)):
+    if cfg.late and tokens is not None and tokens.size and (candidates := late_candidates(first)):
         late = (tokens, await candidate_states(conn, p, candidates))
-    fused = fuse(fetched, mode, n, cfg, late)
+    fused = ranked(fetched, first, n, cfg, late)
     if not fused:
         return []
     # Each distance is exact: they are the units' similarities, which the read below then need not compute again
@@ -104,7 +105,7 @@ async def candidate_states(conn: Conn, p: dict[str, Any], candidates: list[str])
     probe of its candidates, not of their neighbours too."""
     states = await read_token_states(conn, p, candidates)
     if len(states) < len(candidates):
-        return states  # the reading will not count (``governance.kmms.ranking.fuse``)
+        return states  # the reading will not count (``governance.kmms.ranking.ranked``)
     near = [u for u in wanted(candidates) if u not in states]
     return {**states, **await read_token_states(conn, p, near)} if near else states
 

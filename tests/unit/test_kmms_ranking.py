@@ -47,3 +47,27 @@ def test_cut_to_n_and_nothing_fetched_is_nothing() -> None:
     assert "d#2" not in dict(fuse(Fetched(NEAREST, None), "vector", 3, OFF))
     assert fuse(Fetched(None, None), "hybrid", 5, DEFAULT) == []
     assert fuse(Fetched([], []), "hybrid", 5, DEFAULT) == []
+
+
+def test_the_late_reading_reads_the_fused_rankings_first_rounds_and_counts_only_when_each_has_states() -> None:
+    import numpy as np
+
+    from governance import token_states as ts
+    from governance.kmms.ranking import fused_ranking, late_candidates, ranked
+
+    fetched = Fetched(NEAREST, TEXT)
+    first = fused_ranking(fetched, "hybrid", 10, DEFAULT)
+    candidates = late_candidates(first)
+    assert candidates == [u for u, _ in first[0]]  # fewer than CANDIDATES: every fused unit
+    assert late_candidates(fused_ranking(fetched, "hybrid", 10, OFF)) == []  # no episode model, no reading
+    rng = np.random.default_rng(3)
+    question = ts.project(rng.standard_normal((3, ts.MODEL_DIM)).astype(np.float32))
+    # e#0's states match the question's: read word by word, its episode rises.
+    states = {u: ts.encode(rng.standard_normal((4, ts.MODEL_DIM)).astype(np.float32)) for u in candidates}
+    states["e#0"] = ts.encode(question @ ts.projection().T)
+    with_late = ranked(fetched, first, 10, DEFAULT, (question, states))
+    without = ranked(fetched, first, 10, DEFAULT)
+    assert without == fuse(fetched, "hybrid", 10, DEFAULT)
+    assert [u for u, _ in with_late].index("e#0") < [u for u, _ in without].index("e#0")
+    missing = {u: s for u, s in states.items() if u != candidates[-1]}
+    assert ranked(fetched, first, 10, DEFAULT, (question, missing)) == without  # one candidate without: not read
