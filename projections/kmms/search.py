@@ -100,14 +100,10 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
 
 
 async def candidate_states(conn: Conn, p: dict[str, Any], candidates: list[str]) -> dict[str, bytes]:
-    """The stored token states of ``candidates`` and, when every one of them has its own, of their neighbours
-    (``governance.kmms.late.wanted``): a memory of user-assistant chats, whose rounds keep none, costs the search one
-    probe of its candidates, not of their neighbours too."""
-    states = await read_token_states(conn, p, candidates)
-    if len(states) < len(candidates):
-        return states  # the reading will not count (``governance.kmms.ranking.ranked``)
-    near = [u for u in wanted(candidates) if u not in states]
-    return {**states, **await read_token_states(conn, p, near)} if near else states
+    """The stored token states of ``candidates`` and of their neighbours (``governance.kmms.late.wanted``), in one
+    read: a memory of user-assistant chats, whose rounds keep none, returns no rows (the reading will then not count:
+    ``governance.kmms.ranking.ranked``)."""
+    return await read_token_states(conn, p, wanted(candidates))
 
 
 async def read_token_states(conn: Conn, p: dict[str, Any], units: list[str]) -> dict[str, bytes]:
