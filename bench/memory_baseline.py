@@ -17,15 +17,18 @@ sessions with ``occurred_at <= asOf`` only:
   ``1 / (60 + rank)`` summed over the rankings that hold it (ranks from 1).
 
 Ties go to the earlier session (time, then the corpus' order); a fused tie to the better vector rank. Each ranking
-becomes a ``Retrieval`` of one L4 hit per session, scored by ``bench.memory_metrics`` like HiveMem's.
+becomes a ``Retrieval`` of one L4 hit per session, scored by ``bench.memory_metrics`` like HiveMem's. A session sent
+as several episodes (a corpus ``Session`` each, one session id: a client that posts each turn as it comes) is one
+session here too: its units are all its episodes', those up to ``asOf``.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -99,30 +102,39 @@ def rrf(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> list[int]:
 
 @dataclass
 class MemoryIndex:
-    """One memory's units: their sessions (time order), owners, unit vectors (rows, unit length) and BM25."""
+    """One memory's units: its sessions (each one's first episode, in time order), each unit's session and
+    episode's time, the unit vectors (rows, unit length) and BM25."""
 
     sessions: list[Session]
-    owners: list[int]
+    owners: list[int]  # each unit's session (an index of ``sessions``)
+    times: list[datetime]  # each unit's episode's time
     vectors: np.ndarray
     bm25: Any | None  # rank_bm25.BM25Okapi, None when no unit has a token
 
     def rank(self, question_vector: Sequence[float], question_tokens: Sequence[str],
              as_of: str) -> dict[str, list[Session]]:  # fmt: skip
-        """The sessions up to ``as_of`` ranked by vector, by BM25 and fused (``SYSTEMS``' keys)."""
+        """The sessions ranked by vector, by BM25 and fused (``SYSTEMS``' keys), each by its units up to ``as_of``."""
         limit = parse_iso(as_of)
-        candidates = [i for i, s in enumerate(self.sessions) if parse_iso(s.occurred_at) <= limit]
+        late = [t > limit for t in self.times]
+        candidates = list(range(len(self.sessions)))
         n = len(self.sessions)
         q = np.asarray(question_vector, dtype=np.float64)
         q = q / (np.linalg.norm(q) or 1.0)
         cos = self.vectors @ q if len(self.owners) else np.zeros(0)
-        by_vector = ranking(best_per_session(cos.tolist(), self.owners, n), candidates)
+        by_vector = ranking(best_per_session(_until(cos.tolist(), late), self.owners, n), candidates)
         by_text: list[int] = []
         if self.bm25 is not None and question_tokens:
             text = self.bm25.get_scores(list(question_tokens))
-            by_text = ranking(best_per_session(list(text), self.owners, n), candidates, positive_only=True)
+            by_text = ranking(best_per_session(_until(list(text), late), self.owners, n), candidates,
+                              positive_only=True)  # fmt: skip
         fused = rrf([by_vector, by_text])
         return {name: [self.sessions[i] for i in r[:KEEP]]
                 for name, r in (("fused", fused), ("vector", by_vector), ("bm25", by_text))}  # fmt: skip
+
+
+def _until(scores: Sequence[float], late: Sequence[bool]) -> list[float]:
+    """``scores`` with a unit of an episode after the question's ``asOf`` at ``-inf``: never a session's best."""
+    return [float("-inf") if x else float(v) for v, x in zip(scores, late, strict=True)]
 
 
 @dataclass
@@ -136,20 +148,30 @@ class Baseline:
 
 
 def index_memory(sessions: Sequence[Session], vector_of: Callable[[str], np.ndarray],
-                 units: Mapping[str, Sequence[str]] | None = None) -> MemoryIndex:  # fmt: skip
-    """``units``: each session's unit texts if already cut (``session_units`` otherwise)."""
+                 units: Sequence[Sequence[str]] | None = None) -> MemoryIndex:  # fmt: skip
+    """``sessions``: the memory's episodes (a corpus ``Session`` each); ``units``: each one's unit texts, in the same
+    order, if already cut (``session_units`` otherwise). Episodes that share a session id are one session."""
     from rank_bm25 import BM25Okapi  # the dev extra (pyproject.toml)
 
-    ordered = sorted(sessions, key=lambda s: s.occurred_at)  # stable: the corpus' order within a time
-    texts, owners = [], []
-    for i, s in enumerate(ordered):
-        for u in units[s.session_id] if units is not None else session_units(s):
+    cut = list(units) if units is not None else [session_units(s) for s in sessions]
+    # stable: the corpus' order within a time
+    order = sorted(range(len(sessions)), key=lambda i: sessions[i].occurred_at)
+    place: dict[str, int] = {}  # session id -> its index in ``ordered``
+    ordered: list[Session] = []  # each session's first episode
+    texts, owners, times = [], [], []
+    for i in order:
+        s = sessions[i]
+        if s.session_id not in place:
+            place[s.session_id] = len(ordered)
+            ordered.append(s)
+        for u in cut[i]:
             texts.append(u)
-            owners.append(i)
+            owners.append(place[s.session_id])
+            times.append(parse_iso(s.occurred_at))
     vectors = np.vstack([vector_of(t) for t in texts]) if texts else np.zeros((0, 1))
     docs = [tokens(t) for t in texts]
     bm25 = BM25Okapi(docs) if any(docs) else None
-    return MemoryIndex(ordered, owners, vectors, bm25)
+    return MemoryIndex(ordered, owners, times, vectors, bm25)
 
 
 def run(corpus: Corpus, embedder: Any, batch: int = 256, progress: Callable[[int, int], None] | None = None,
@@ -157,9 +179,9 @@ def run(corpus: Corpus, embedder: Any, batch: int = 256, progress: Callable[[int
     """Index every memory of ``corpus`` (each distinct unit text embedded once, or read from ``cache`` when an
     earlier run of the same model embedded it) and rank every question."""
     out = Baseline()
-    units = {u.user_id: {s.session_id: session_units(s) for s in u.sessions} for u in corpus.users}
-    texts = list(dict.fromkeys(t for per in units.values() for us in per.values() for t in us))
-    out.units = sum(len(us) for per in units.values() for us in per.values())
+    units = {u.user_id: [session_units(s) for s in u.sessions] for u in corpus.users}
+    texts = list(dict.fromkeys(t for per in units.values() for us in per for t in us))
+    out.units = sum(len(us) for per in units.values() for us in per)
     out.distinct_texts = len(texts)
     t0 = time.perf_counter()
     vectors: dict[str, np.ndarray] = cache.get(texts) if cache is not None else {}

@@ -109,6 +109,26 @@ def test_fusion_when_the_halves_disagree() -> None:
     assert ranked["fused"] == ["s2", "s1", "s3"]  # s1 and s2 tie at 1/61 + 1/62: the vector ranking's order
 
 
+def test_a_session_sent_as_several_episodes_is_one_session() -> None:
+    # s1 posted turn by turn (each round its own episode, one session id), one more round of it after asOf; s2 once
+    q = question("Where is the pottery studio?", ["s1"])
+    rounds = [("the rain again", "sorry to hear", 1), ("pottery studio by the river", "ok", 1),
+              ("pottery studio pottery studio", "wow", 9)]  # fmt: skip
+    s1 = [Session("s1", "u", f"2024-01-{day:02d}T10:{i:02d}:00Z", [Turn("user", a), Turn("assistant", b)])
+          for i, (a, b, day) in enumerate(rounds)]  # fmt: skip
+    sessions = [*s1, session("s2", 2, "pottery cake rain", "nice", "studio cake train", "sure")]
+    c = Corpus(0, [User("u", "2024-01-09T10:00:00Z", sessions)], [q], "toy")
+    base = run(c, BagOfWords())
+    hits = base.results["vector"][0].hits
+    # one hit per session; s1's is its first episode's; its best unit is the round of 2024-01-01 (the one of
+    # 2024-01-09, closer still, is after asOf), at 0.816, above s2's 0.408
+    assert [h.session_id for h in hits] == ["s1", "s2"]
+    assert hits[0].occurred_at is not None and hits[0].occurred_at.day == 1
+    assert base.units == 5  # three rounds of s1 (one an episode after asOf, cut but never ranked), two of s2
+    late_only = Corpus(0, [User("u", "2024-01-09T10:00:00Z", [s1[2], sessions[-1]])], [q], "toy")
+    assert [h.session_id for h in run(late_only, BagOfWords()).results["fused"][0].hits] == ["s2"]
+
+
 def test_side_by_side_rows_and_verdict() -> None:
     from bench.memory_report import gold
 
