@@ -12,7 +12,7 @@ from typing import Any
 from governance.kmms.fusion import rrf
 from governance.kmms.ranking import fusion_weights
 from governance.kmms.search_config import SearchConfig
-from projections.kmms.context import CITED
+from projections.kmms.context import CITED, IN_LANE
 from projections.kmms.search import (
     BM25_CANDIDATES,
     OR_TSQUERY,
@@ -95,10 +95,12 @@ async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
                           time_filter: str, params: dict[str, Any], n: int, *,
                           cfg: SearchConfig) -> list[NodeRow]:  # fmt: skip
     """The ``n`` best L1–L3 nodes passing ``time_filter`` (SQL over ``n.``), by the fused ranking, each with the
-    sessions it cites. Two statements: the two rankings (with the memory's statistics), then the rows. A search runs
-    this beside the units' first stage, on the one thread that runs both: each statement it saves is about 0.3 ms of
-    that thread's time and a wait for Postgres."""
-    p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "model": model, "text": text, "n": n, **params}
+    sessions it cites; in a search of one thread (``m.thread_id``), of those only the nodes read from that thread's
+    episodes alone (``projections.kmms.context.IN_LANE``). Two statements: the two rankings (with the memory's
+    statistics), then the rows. A search runs this beside the units' first stage, on the one thread that runs both:
+    each statement it saves is about 0.3 ms of that thread's time and a wait for Postgres."""
+    p: dict[str, Any] = {"t": m.tenant, "c": m.claw_id, "s": m.scope, "th": m.thread_id, "model": model, "text": text,
+                         "n": n, **params}  # fmt: skip
     where = f"n.tenant = %(t)s AND n.claw_id = %(c)s AND n.scope = %(s)s AND {time_filter}"
     ctes, rankings = [], []
     if vector is not None and mode in ("hybrid", "vector"):
@@ -129,7 +131,7 @@ async def node_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     cur = await conn.execute(  # type: ignore[arg-type]
         f"WITH RECURSIVE {CITED} SELECT {NODE_COLUMNS}, coalesce({sim}, 0), ci.sessions FROM kmms.kmms_nodes n "
         "LEFT JOIN kmms.kmms_vectors v ON v.tenant = n.tenant AND v.unit_id = n.node_id AND v.model = %(model)s "
-        "LEFT JOIN cited ci ON ci.root = n.node_id WHERE n.tenant = %(t)s AND n.node_id = ANY(%(ids)s)",
+        f"LEFT JOIN cited ci ON ci.root = n.node_id WHERE n.tenant = %(t)s AND n.node_id = ANY(%(ids)s) AND {IN_LANE}",
         p,
     )
     rows: dict[str, Any] = {str(r[0]): r for r in await cur.fetchall()}

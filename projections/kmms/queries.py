@@ -233,6 +233,8 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
             keys = list(dict.fromkeys((n.entity, n.fact_key) for n in nodes if n.layer == 2 and n.fact_key))
             chains = await fact_chains(conn, m, keys[:3], as_of, sp.model, sp.vector)
             cited |= await cited_sessions(conn, m, [n.node_id for n in chains if n.node_id not in cited])
+            if m.thread_id is not None:  # a version read from another thread's episodes is that thread's
+                chains = [n for n in chains if n.node_id in cited]
             nodes = [*chains, *(n for n in nodes if n.layer != 2)]
         ranked = best_units(units)[: sp.k]
         outdated: dict[str, int] = {}  # fact node id -> the index in ranked of a later hit on its topic
