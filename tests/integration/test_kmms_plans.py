@@ -87,7 +87,7 @@ def test_the_planner_expects_a_memory_to_hold_its_own_rows(filled: Any, table: s
 def test_the_cited_sessions_walk_looks_nodes_up_by_key(filled: Any) -> None:
     conn, tenant = filled
     ids = [f"n-ep-7-{i}" for i in range(1, PER_MEMORY, 2)]  # nodes citing a node citing an episode
-    p = {"t": tenant, "c": "claw-7", "s": "user-7", "ids": ids}
+    p = {"t": tenant, "c": "claw-7", "s": "user-7", "th": None, "ids": ids}
     cited = dict(conn.execute(f"WITH RECURSIVE {CITED} SELECT root, sessions FROM cited", p).fetchall())
     assert cited == {f"n-ep-7-{i}": [f"s-7-{i - 1}"] for i in range(1, PER_MEMORY, 2)}
     scans = [n for n in _nodes(_plan(conn, f"WITH RECURSIVE {CITED} SELECT root, sessions FROM cited", p))
