@@ -56,6 +56,11 @@ def _iso_only(value: object) -> object:
 IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only), Strict(False)]
 
 
+def memory_id(claw_id: str | None, user_id: str) -> str:
+    """A memory's id as its episodes and erasures carry it (their envelope's ``about``, at most ``MAX_ID``)."""
+    return f"memory:{claw_id}/{user_id}"
+
+
 # Neither a message's length nor their count is bounded on its own: the whole episode is (MAX_EPISODE characters,
 # refused 422 INVALID_FIELD in ``add``: one code whether one message, many or a content is too long; the episode
 # envelope's MAX_TURNS can never be reached below it); the body is at most 1 MiB.
@@ -143,6 +148,10 @@ def router(ctx: Ctx) -> APIRouter:
     def memory(who: Principal, user_id: str, thread_id: str | None = None) -> Memory:
         if who.claw_id is None:
             raise ApiError(403, "CLAW_TOKEN_REQUIRED", "a memory belongs to a claw: use a token bound to one")
+        if len(memory_id(who.claw_id, user_id)) > MAX_ID:  # the episodes' and erasures' ``about``: no such memory
+            room = max(0, MAX_ID - len(memory_id(who.claw_id, "")))
+            raise ApiError(422, "INVALID_REQUEST", f"body.userId: at most {room} characters with this claw "
+                           f"(a memory's id, memory:<claw>/<user>, is at most {MAX_ID})")  # fmt: skip
         return Memory(who.tenant, who.claw_id, user_id, thread_id)
 
     @r.post("/api/v1/memory/episodes", status_code=201, response_model=AddOut, response_model_by_alias=True,
@@ -165,7 +174,7 @@ def router(ctx: Ctx) -> APIRouter:
         eid = body.episode_id or f"ep-{uuid.uuid4()}"
         kind = body.content_type or ("CONVERSATION" if turns else "NOTE")
         occurred = _ms(body.occurred_at) or int(time.time() * 1000)
-        payload = {"episodeId": eid, "about": f"memory:{who.claw_id}/{body.user_id}", "dimensions": {},
+        payload = {"episodeId": eid, "about": memory_id(who.claw_id, body.user_id), "dimensions": {},
                    "content": content, "occurredAt": occurred, "sessionId": body.session_id or eid,
                    "userId": body.user_id, "threadId": body.thread_id, "contentType": kind, "turns": turns}  # fmt: skip
         env = envelope_from_request(EnvelopeIn(type="episode", payload=payload, idempotency_key=body.idempotency_key),
@@ -239,7 +248,7 @@ def router(ctx: Ctx) -> APIRouter:
         after it is refused MEMORY_ERASED. The log's copy is handled as docs/kmms.md says."""
         memory(who, body.user_id)
         erasure_id = body.erasure_id or f"er-{uuid.uuid4()}"
-        payload = {"erasureId": erasure_id, "about": f"memory:{who.claw_id}/{body.user_id}",
+        payload = {"erasureId": erasure_id, "about": memory_id(who.claw_id, body.user_id),
                    "userId": body.user_id, "reason": body.reason}  # fmt: skip
         env = envelope_from_request(EnvelopeIn(type="erasure", payload=payload, idempotency_key=body.idempotency_key),
                                     who, deps.tenants)  # fmt: skip

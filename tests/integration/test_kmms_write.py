@@ -73,6 +73,25 @@ def test_bad_input_is_refused_with_a_reason_code(stack: Stack) -> None:
     assert e.value.status == 422
 
 
+def test_a_user_id_too_long_for_its_memory_is_refused_by_its_field(stack: Stack) -> None:
+    # A memory's id is memory:<claw>/<user>, at most 256 characters: a longer user id is refused at the edge by its
+    # own field's name (before 2026-12-05, an episode's was refused by the envelope's: "payload.about"), by every
+    # route that names a memory, and the longest that fits is a memory like any other.
+    claw = f"m-{uuid.uuid4().hex[:6]}"
+    room = 256 - len(f"memory:{claw}/")
+    fits, too_long = (memory(stack, "mem-a", claw=claw, user_id="u" * n) for n in (room, room + 1))
+    for route, body in (("episodes", {"messages": chat("I keep bees on the roof.")}), ("search", {"query": "bees"}),
+                        ("erase", {"reason": "test"})):  # fmt: skip
+        with pytest.raises(MemoryError_) as e:
+            too_long._call("POST", f"/api/v1/memory/{route}", json={**body, "userId": too_long.user_id})
+        assert (e.value.status, e.value.code) == (422, "INVALID_REQUEST"), route
+        assert e.value.detail.startswith(f"body.userId: at most {room} characters"), e.value.detail
+    stored = fits.add(chat("I keep bees on the roof."), session_id="s-1")
+    fits.wait_indexed([stored.episode_id], timeout_s=60)
+    assert [h.episode_id for h in fits.search("bees").hits] == [stored.episode_id]
+    assert fits.erase("test").status == "ERASED"
+
+
 def test_a_long_chat_is_one_episode_and_an_overlong_one_is_refused_whole(stack: Stack) -> None:
     """Its characters bound an episode, not its count of messages nor one message's length: a chat day of 300 short
     messages (more than the 256 entries of other lists) is stored and searchable; so is a session with a pasted log
