@@ -169,6 +169,8 @@ def router(ctx: Ctx) -> APIRouter:
         content = body.content or "\n".join(turn_line(t["role"], t["content"], t["name"]) for t in turns)
         if not content:
             raise ApiError(422, "INVALID_FIELD", "messages is empty: give at least one message")
+        if not (body.content or "".join(t["content"] for t in turns)).strip():
+            raise ApiError(422, "INVALID_FIELD", "the episode holds no text, only white space")
         if len(content) > MAX_EPISODE:
             raise ApiError(422, "INVALID_FIELD", f"the episode is longer than {MAX_EPISODE} characters")
         eid = body.episode_id or f"ep-{uuid.uuid4()}"

@@ -71,6 +71,11 @@ def test_bad_input_is_refused_with_a_reason_code(stack: Stack) -> None:
     with pytest.raises(MemoryError_) as e:
         mem.search("", k=5)
     assert e.value.status == 422
+    for blank in ({"messages": chat(" \n\t", "  ")}, {"content": "   "}):  # white space only: no text to remember
+        with pytest.raises(MemoryError_) as e:
+            mem._call("POST", "/api/v1/memory/episodes", json=blank)
+        assert (e.value.status, e.value.code, e.value.detail) == (422, "INVALID_FIELD", "the episode holds no text, "
+                                                                  "only white space")  # fmt: skip
 
 
 def test_a_user_id_too_long_for_its_memory_is_refused_by_its_field(stack: Stack) -> None:
