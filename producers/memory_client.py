@@ -29,6 +29,10 @@ from pydantic.alias_generators import to_camel
 
 from contracts import kmms_views as views
 
+# The keys of OpenAI's chat message the API takes (it keeps what was said: projections/http/kmms_messages.py); a
+# message's other keys (a framework's own: "id", "timestamp"...) are not sent.
+OPENAI_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio")
+
 
 class _View(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
@@ -122,19 +126,18 @@ class MemoryClient:
             raise MemoryError_(r.status_code, str(err.get("code")), str(err.get("detail")))
         return r.json()
 
-    def add(self, messages: Sequence[dict[str, str]] | str, *, session_id: str | None = None,
+    def add(self, messages: Sequence[dict[str, Any]] | str, *, session_id: str | None = None,
             occurred_at: datetime | str | int | None = None, episode_id: str | None = None,
             content_type: str | None = None, wait_ms: int = 5_000) -> AddResult:  # fmt: skip
-        """Store an episode: a conversation's messages ({"role", "content"}, and an optional speaker "name") or a
-        text."""
+        """Store an episode: a conversation's messages ({"role", "content"}, and an optional speaker "name"; an OpenAI
+        chat history as it is: text parts kept, tool calls, images and audio not) or a text."""
         body: dict[str, Any] = {"sessionId": session_id, "userId": self.user_id, "threadId": self.thread_id or "",
                                 "occurredAt": _iso(occurred_at), "episodeId": episode_id,
                                 "contentType": content_type}  # fmt: skip
         if isinstance(messages, str):
             body["content"] = messages
         else:
-            keep = ("role", "content", "name")  # a message's other keys (OpenAI's tool_calls...) are not memory's
-            body["messages"] = [{k: m[k] for k in keep if m.get(k) is not None} for m in messages]
+            body["messages"] = [{k: m[k] for k in OPENAI_KEYS if m.get(k) is not None} for m in messages]
         body = {k: v for k, v in body.items() if v is not None}
         return AddResult.model_validate(self._call("POST", "/api/v1/memory/episodes", json=body,
                                                    params={"waitMs": wait_ms}))  # fmt: skip

@@ -15,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
 
-from contracts.models import MAX_EPISODE, MAX_ID, MAX_LABEL, SpeakerName
+from contracts.models import MAX_EPISODE, MAX_ID, MAX_LABEL
 from governance.kmms.phrasing import strip_roles
 from governance.transcripts import turn_line
 from inference.embedding_base import EmbeddingError, TokenStatesEmbedder
@@ -23,6 +23,7 @@ from projections.auth import Principal
 from projections.gate.gateway import EnvelopeIn, envelope_from_request
 from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
+from projections.http.kmms_messages import Message
 from projections.http.limits import Clean
 from projections.kmms import model_switch as switch
 from projections.kmms import queries as q
@@ -63,17 +64,14 @@ def memory_id(claw_id: str | None, user_id: str) -> str:
 
 # Neither a message's length nor their count is bounded on its own: the whole episode is (MAX_EPISODE characters,
 # refused 422 INVALID_FIELD in ``add``: one code whether one message, many or a content is too long; the episode
-# envelope's MAX_TURNS can never be reached below it); the body is at most 1 MiB.
-class Turn(Body):
-    role: Literal["user", "assistant", "system", "tool"]
-    content: Annotated[str, Field(min_length=1), Clean]
-    name: SpeakerName | None = Field(default=None, description=(
-        "the speaker (a conversation between people): one line, at most 256 characters; the turn reads "
-        "'role: name: content', so the name is embedded and indexed with its words"))  # fmt: skip
+# envelope's MAX_TURNS can never be reached below it); the body is at most 1 MiB. A message is OpenAI's chat
+# message (``projections.http.kmms_messages``).
 
 
 class AddIn(Body):
-    messages: list[Turn] | None = Field(default=None, description="a conversation's turns")
+    messages: list[Message] | None = Field(default=None, description=(
+        "a conversation's turns: OpenAI chat messages, each {role, content, name}; content a string or a list of "
+        "parts, whose text parts are kept; tool calls, images and audio are not"))  # fmt: skip
     content: Annotated[str, Field(min_length=1), Clean] | None = Field(
         default=None, description="a document, note or tool result (instead of messages)")  # fmt: skip
     content_type: Literal["CONVERSATION", "DOCUMENT", "TOOL_RESULT", "NOTE"] | None = None
@@ -165,10 +163,12 @@ def router(ctx: Ctx) -> APIRouter:
         memory(who, body.user_id)
         if (body.messages is None) == (body.content is None):
             raise ApiError(422, "INVALID_FIELD", "give exactly one of messages or content")
-        turns = [{"role": t.role, "content": t.content, "name": t.name or ""} for t in body.messages or []]
-        content = body.content or "\n".join(turn_line(t["role"], t["content"], t["name"]) for t in turns)
-        if not content:
+        if body.messages == []:
             raise ApiError(422, "INVALID_FIELD", "messages is empty: give at least one message")
+        turns = [t for m in body.messages or [] if (t := m.turn()) is not None]
+        if body.messages and not turns:
+            raise ApiError(422, "INVALID_FIELD", "no message holds text (tool calls, images and audio are not kept)")
+        content = body.content or "\n".join(turn_line(t["role"], t["content"], t["name"]) for t in turns)
         if not (body.content or "".join(t["content"] for t in turns)).strip():
             raise ApiError(422, "INVALID_FIELD", "the episode holds no text, only white space")
         if len(content) > MAX_EPISODE:

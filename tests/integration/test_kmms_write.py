@@ -4,6 +4,7 @@ PII policy per tenant (redact or reject), content-hash dedup, verbatim immutable
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -95,6 +96,36 @@ def test_a_user_id_too_long_for_its_memory_is_refused_by_its_field(stack: Stack)
     fits.wait_indexed([stored.episode_id], timeout_s=60)
     assert [h.episode_id for h in fits.search("bees").hits] == [stored.episode_id]
     assert fits.erase("test").status == "ERASED"
+
+
+def test_an_openai_chat_history_is_an_episode_of_what_was_said(stack: Stack) -> None:
+    # An agent's history as OpenAI's chat format has it, sent as it is: text parts, an image, a tool call (content
+    # null) and its result. The episode keeps the text of each message and leaves the call and the image out; a
+    # search finds the tool's result.
+    mem = memory(stack, "mem-a", user_id=f"u-{uuid.uuid4().hex[:6]}")
+    call = {"id": "call_1", "type": "function", "function": {"name": "book", "arguments": '{"city": "Lisbon"}'}}
+    history: list[dict[str, Any]] = [
+        {"role": "developer", "content": "You are a travel agent."},
+        {"role": "user", "content": [{"type": "text", "text": "Book me three nights in Lisbon in May."},
+                                     {"type": "image_url", "image_url": {"url": "https://example.org/map.png"}}]},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "Booked: Hotel Avenida, Lisbon, 3 nights from May 4."},
+        {"role": "assistant", "content": "Done: Hotel Avenida, three nights from May 4."},
+    ]  # fmt: skip
+    r = mem.add(history, session_id="s-trip", occurred_at="2026-04-01T10:00:00Z")
+    assert r.status == "STORED"
+    with owner_db(stack) as conn:
+        row = conn.execute("SELECT content FROM kmms.kmms_episodes WHERE episode_id = %s", (r.episode_id,)).fetchone()
+    assert row is not None and str(row[0]).splitlines() == [
+        "system: You are a travel agent.", "user: Book me three nights in Lisbon in May.",
+        "tool: Booked: Hotel Avenida, Lisbon, 3 nights from May 4.",
+        "assistant: Done: Hotel Avenida, three nights from May 4."]  # fmt: skip
+    mem.wait_indexed([r.episode_id], timeout_s=60)
+    hit = mem.search("Which hotel did I book in Lisbon?", k=1).hits[0]
+    assert hit.episode_id == r.episode_id and "Hotel Avenida" in hit.text
+    with pytest.raises(MemoryError_) as e:  # every message without text: nothing to keep
+        mem.add([{"role": "assistant", "content": None, "tool_calls": [call]}])
+    assert (e.value.status, e.value.code) == (422, "INVALID_FIELD")
 
 
 def test_a_long_chat_is_one_episode_and_an_overlong_one_is_refused_whole(stack: Stack) -> None:
