@@ -62,13 +62,20 @@ def _words(text: str) -> list[str]:
 
 
 async def known_terms(conn: Any, m: Memory, query: str) -> list[str]:
-    """L0 routing: which of the query's words (and word pairs) are entities or topics of this memory."""
+    """L0 routing: which of the query's words (and word pairs) are entities or topics of this memory; in a search of
+    one thread (``m.thread_id``), of that thread's episodes (the L0 index is the whole memory's: read from the
+    thread's episodes' own entities and topics, as the index is, lower-cased)."""
     words = _words(query)
-    pairs = [f"{a} {b}" for a, b in itertools.pairwise(words)]
-    cur = await conn.execute(
-        "SELECT DISTINCT term FROM kmms.kmms_l0 WHERE tenant = %s AND claw_id = %s AND scope = %s AND term = ANY(%s)",
-        (m.tenant, m.claw_id, m.scope, words + pairs),
-    )
+    terms = words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
+    if m.thread_id is None:
+        cur = await conn.execute(
+            "SELECT DISTINCT term FROM kmms.kmms_l0 WHERE tenant = %s AND claw_id = %s AND scope = %s "
+            "AND term = ANY(%s)", (m.tenant, m.claw_id, m.scope, terms))  # fmt: skip
+    else:
+        cur = await conn.execute(
+            "SELECT DISTINCT lower(t) FROM kmms.kmms_episodes e CROSS JOIN LATERAL unnest(e.entities || e.topics) t "
+            "WHERE e.tenant = %s AND e.claw_id = %s AND e.scope = %s AND e.thread_id = %s AND lower(t) = ANY(%s)",
+            (m.tenant, m.claw_id, m.scope, m.thread_id, terms))  # fmt: skip
     return sorted(str(r[0]) for r in await cur.fetchall())
 
 

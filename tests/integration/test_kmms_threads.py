@@ -2,11 +2,12 @@
 was derived from it, end to end: HTTP -> gate -> kmms processors -> consolidation -> read model -> search. The
 consolidator reads a memory's threads together, so a fact told in one thread is a node of the memory; a search of
 another thread must neither show it in its ``context`` nor answer with it (before 2026-12-05 it did both: a search
-of a thread with no episode at all answered with another thread's fact)."""
+of a thread with no episode at all answered with another thread's fact), nor name its terms among its ``entities``."""
 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from producers.memory_client import MemoryClient, SearchResult
 from projections.auth import mint_token
 from tests.conftest import wait_until
 from tests.integration.kmms_support import chat, facts_of
+from tests.integration.support import owner_db
 
 pytestmark = pytest.mark.integration
 
@@ -79,3 +81,17 @@ def test_a_search_of_every_thread_shows_both(lanes: dict[str | None, MemoryClien
     res = lanes[None].search(QUESTION, k=5, as_of=AS_OF)
     assert {h.thread_id for h in res.hits} == {"home", "work"}
     assert any(h.layer == 2 and "Dark" in (h.fact_value or "") for h in res.context)
+
+
+def test_a_threads_routing_reads_its_own_episodes_terms(stack: Stack, lanes: dict[str | None, MemoryClient]) -> None:
+    # L0 routing (``entities``: the question's words the memory knows as entities or topics) reads, in a search of
+    # one thread, that thread's episodes' entities and topics only, not the whole memory's index.
+    with owner_db(stack) as conn:
+        rows: list[Any] = conn.execute("SELECT thread_id, entities || topics FROM kmms.kmms_episodes "
+                                       "WHERE claw_id = %s", (CLAW,)).fetchall()  # fmt: skip
+    known = {t: {str(x).lower() for r in rows if r[0] == t for x in r[1]} for t in ("home", "work")}
+    question = "Do I still watch Dark as my favourite show?"
+    found = {t: set(lanes[t].search(question, k=5, as_of=AS_OF).entities) for t in ("home", "work", None)}
+    assert found["home"] and found["home"] <= known["home"], (found, known)
+    assert found["work"] <= known["work"], (found, known)  # "dark" is the home thread's only
+    assert found[None] >= found["home"] | found["work"]
