@@ -76,7 +76,9 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     first = fused_ranking(fetched, mode, n, cfg)
     late = None
     if cfg.late and tokens is not None and tokens.size and (candidates := late_candidates(first)):
-        late = (tokens, await candidate_states(conn, p, candidates))
+        # The candidates' stored states and their neighbours' (``governance.kmms.late.wanted``), in one read: a memory
+        # of user-assistant chats, whose rounds keep none, reads no rows, and the reading then does not count.
+        late = (tokens, await read_token_states(conn, p, wanted(candidates)))
     fused = ranked(fetched, first, n, cfg, late)
     if not fused:
         return []
@@ -97,13 +99,6 @@ async def unit_candidates(conn: Conn, m: Memory, vector: list[float] | None, mod
     )
     rows = {str(r[0]): r for r in await cur.fetchall()}
     return [unit_hit(rows[u], score, known.get(u)) for u, score in fused if u in rows]
-
-
-async def candidate_states(conn: Conn, p: dict[str, Any], candidates: list[str]) -> dict[str, bytes]:
-    """The stored token states of ``candidates`` and of their neighbours (``governance.kmms.late.wanted``), in one
-    read: a memory of user-assistant chats, whose rounds keep none, returns no rows (the reading will then not count:
-    ``governance.kmms.ranking.ranked``)."""
-    return await read_token_states(conn, p, wanted(candidates))
 
 
 async def read_token_states(conn: Conn, p: dict[str, Any], units: list[str]) -> dict[str, bytes]:
