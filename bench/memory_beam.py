@@ -18,6 +18,9 @@ and ``probing_questions/probing_questions.json``, ten categories (``information_
 * every question is asked one day after the conversation's last exchange, its evidence the exchanges holding its
   ``source_chat_ids`` (every id of a dict's lists); a question with none (the abstention questions, a few others)
   is left out;
+* a ``knowledge_update`` question whose ``updated_info`` lies in one exchange, after its ``original_info``, has
+  that exchange as ``current_session_id`` (the bench's current-vs-superseded score, ``bench.memory_metrics``);
+  one whose update spans exchanges, or has none, is scored on recall only;
 * categories, BEAM's own, written with hyphens (``information-extraction``).
 """
 
@@ -56,6 +59,19 @@ def source_ids(ids: Any) -> list[int]:
     return list(dict.fromkeys(x for x in values or [] if isinstance(x, int) and not isinstance(x, bool)))
 
 
+def _current(ids: Any, where: dict[int, str], when: dict[str, str]) -> str | None:
+    """The exchange telling a knowledge update's new value: ``updated_info``'s one exchange, when it occurs after
+    every ``original_info`` exchange (``when``: a session's ``occurred_at``); None otherwise."""
+    if not isinstance(ids, dict):
+        return None
+    new = {where[x] for x in source_ids(ids.get("updated_info")) if x in where}
+    old = {where[x] for x in source_ids(ids.get("original_info")) if x in where}
+    if len(new) != 1 or not old or new & old:
+        return None
+    (s,) = new
+    return s if all(when[s] > when[o] for o in old) else None
+
+
 def _anchor(batch: dict[str, Any]) -> datetime | None:
     for exchange in batch.get("turns") or []:
         for m in exchange:
@@ -83,6 +99,7 @@ def _conversation(d: Path, uid: str) -> tuple[User, list[Question], int]:
     asked = iso(datetime.fromisoformat(sessions[-1].occurred_at.replace("Z", "+00:00")) + timedelta(days=1))
     probing = json.loads((d / "probing_questions" / "probing_questions.json").read_text(encoding="utf-8"))
     questions: list[Question] = []
+    when = {s.session_id: s.occurred_at for s in sessions}
     left = 0
     for kind, items in probing.items():
         for i, item in enumerate(items):
@@ -91,8 +108,10 @@ def _conversation(d: Path, uid: str) -> tuple[User, list[Question], int]:
                 left += 1
                 continue
             answer = next((str(item[k]) for k in _ANSWERS if item.get(k)), "")
+            current = _current(item.get("source_chat_ids"), where, when) if kind == "knowledge_update" else None
             questions.append(Question(f"{uid}-{kind}-{i}", uid, str(item["question"]), asked, answer, evidence,
-                                      kind.replace("_", "-"), fact_kind="beam"))  # fmt: skip
+                                      kind.replace("_", "-"), current_session_id=current,
+                                      fact_kind="beam"))  # fmt: skip
     mark_evidence(sessions, questions)
     return User(uid, sessions[-1].occurred_at, sessions), questions, left
 

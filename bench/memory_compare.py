@@ -1,7 +1,9 @@
 """HiveMem beside the plain baseline (``bench.memory_baseline``): one table per run, per category and overall.
 
 Every system is scored by ``bench.memory_metrics`` over the same questions (those with evidence sessions whose
-search answered): session recall@5, recall@10 and NDCG@10 over the first distinct sessions of its hits.
+search answered): session recall@5, recall@10 and NDCG@10 over the first distinct sessions of its hits; and, when
+the corpus has knowledge updates whose current session is known, ``cur>sup``: the share of them where a hit of the
+current session (or value) ranks before any of the superseded one.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ def table(rows: Mapping[str, Mapping[str, Row]], k: int, reference: str = REFERE
     t = Table(title=f"HiveMem beside the baseline (same units, same embedder): recall over distinct sessions, "
                     f"HiveMem k={k} hits; delta = points (NDCG: absolute) against {reference}",
               title_justify="left")  # fmt: skip
-    for col in ("questions", "system", "n", "R@5", "R@10", "NDCG@10", "dR@5", "dR@10", "dNDCG@10"):
+    updates = any(r.scores.current_n for per in rows.values() for r in per.values())
+    for col in ("questions", "system", "n", "R@5", "R@10", "NDCG@10", "dR@5", "dR@10", "dNDCG@10",
+                *(("cur>sup",) if updates else ())):  # fmt: skip
         t.add_column(col, justify="left" if col in ("questions", "system") else "right")
     categories = list(dict.fromkeys(c for per in rows.values() for c in per))
     categories = [c for c in categories if c != "overall"] + ["overall"]
@@ -65,8 +69,10 @@ def table(rows: Mapping[str, Mapping[str, Row]], k: int, reference: str = REFERE
             d = ("", "", "") if b is None or name == reference else (
                 _delta(r.scores.recall[5], b.scores.recall[5]), _delta(r.scores.recall[10], b.scores.recall[10]),
                 _delta(r.scores.ndcg10, b.scores.ndcg10, pct=False))  # fmt: skip
+            cur = (f"{_pct(r.scores.current_wins)} ({r.scores.current_n})" if r.scores.current_n else "-",)
             t.add_row(c if i == 0 else "", name, str(r.n), _pct(r.scores.recall[5]), _pct(r.scores.recall[10]),
-                      f"{r.scores.ndcg10:.3f}", *d, end_section=i == len(names) - 1)  # fmt: skip
+                      f"{r.scores.ndcg10:.3f}", *d, *(cur if updates else ()),
+                      end_section=i == len(names) - 1)  # fmt: skip
     return t
 
 

@@ -153,3 +153,25 @@ def test_side_by_side_rows_and_verdict() -> None:
     assert "NDCG@10 +0.185" in lines[0]  # (1 + 1) / 2 - (1 + 0.631) / 2
     assert lines[1].startswith("HiveMem text trails baseline RRF on recall@5 by 100.0 points")
     assert table(rows, 50).row_count == 3 + 3 + 2  # overall, temporal (3 systems each), single-hop (2)
+
+
+def test_knowledge_updates_are_compared_by_which_session_comes_first() -> None:
+    from dataclasses import replace
+
+    from bench.memory_report import gold
+
+    ku = replace(question("where now?", ["old", "new"], "knowledge-update"), current_session_id="new")
+    golds = [gold(ku), gold(question("b", ["s2"]))]
+    systems: dict[str, Sequence[Retrieval | None]] = {
+        "HiveMem hybrid": [Retrieval((RankedHit("x"), RankedHit("new"), RankedHit("old"))), Retrieval(())],
+        "baseline RRF": [Retrieval((RankedHit("old"), RankedHit("new"))), Retrieval((RankedHit("s2"),))],
+    }
+    rows = compare(golds, systems, ["knowledge-update", "single-hop"])
+    assert rows["HiveMem hybrid"]["knowledge-update"].scores.current_wins == 1.0
+    assert rows["baseline RRF"]["knowledge-update"].scores.current_wins == 0.0
+    t = table(rows, 50)
+    assert t.columns[-1].header == "cur>sup"
+    assert list(t.columns[-1].cells)[:2] == ["100.0% (1)", "0.0% (1)"]
+    assert list(t.columns[-1].cells)[2] == "-"  # single-hop: no update to order
+    plain = compare([gold(question("b", ["s2"]))], {"baseline RRF": [Retrieval((RankedHit("s2"),))]}, ["single-hop"])
+    assert table(plain, 50).columns[-1].header == "dNDCG@10"  # no knowledge update: no column

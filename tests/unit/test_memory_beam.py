@@ -82,6 +82,31 @@ def test_questions_are_asked_a_day_after_with_the_exchanges_of_their_source_mess
     assert c.source == "beam:100K (3 questions kept, 1 without an evidence message)"
 
 
+def test_a_knowledge_update_told_in_one_later_exchange_names_it_current(scale: Path) -> None:
+    ku = next(q for q in from_beam(scale / "2").questions if q.category == "knowledge-update")
+    assert ku.current_session_id == "beam-100K-2-b2e1"  # updated_info's message 6, after original_info's 0
+    others = [q for q in from_beam(scale / "2").questions if q.category != "knowledge-update"]
+    assert [q.current_session_id for q in others] == [None, None]
+
+
+@pytest.mark.parametrize("ids", [
+    {"original_info": [4], "updated_info": [0]},  # the "update" told before the original: not a knowledge update
+    {"original_info": [0], "updated_info": [2, 4]},  # told across two exchanges: which one is current is unclear
+    {"original_info": [0], "updated_info": []},
+    {"original_info": [], "updated_info": [4]},
+    {"original_info": [4], "updated_info": [6]},  # both in one exchange
+    [0, 4],
+])  # fmt: skip
+def test_no_current_exchange_when_the_update_is_not_one_later_exchange(tmp_path: Path, ids: Any) -> None:
+    d = tmp_path / "1"
+    (d / "probing_questions").mkdir(parents=True)
+    (d / "chat.json").write_text(json.dumps(CHAT), encoding="utf-8")
+    probing = {"knowledge_update": [{"question": "Which database?", "answer": "Postgres", "source_chat_ids": ids}]}
+    (d / "probing_questions" / "probing_questions.json").write_text(json.dumps(probing), encoding="utf-8")
+    (q,) = from_beam(d).questions
+    assert q.current_session_id is None
+
+
 def test_source_ids_reads_lists_and_dicts_of_lists() -> None:
     assert source_ids([3, 1, 3]) == [3, 1]
     assert source_ids({"first_statement": [5], "second_statement": [2, 5]}) == [5, 2]
