@@ -143,12 +143,13 @@ def router(ctx: Ctx) -> APIRouter:
                            lambda m: switch.caught_up(ctx.pool, m.tenant, old, new),
                            lambda m: switch.covered(ctx.pool, m, old, new))  # fmt: skip
 
-    def memory(who: Principal, user_id: str, thread_id: str | None = None) -> Memory:
+    def memory(who: Principal, user_id: str, thread_id: str | None = None, where: str = "body") -> Memory:
+        """The memory of ``who``'s claw and ``user_id`` (read from ``where``: the request's body or query)."""
         if who.claw_id is None:
             raise ApiError(403, "CLAW_TOKEN_REQUIRED", "a memory belongs to a claw: use a token bound to one")
         if len(memory_id(who.claw_id, user_id)) > MAX_ID:  # the episodes' and erasures' ``about``: no such memory
             room = max(0, MAX_ID - len(memory_id(who.claw_id, "")))
-            raise ApiError(422, "INVALID_REQUEST", f"body.userId: at most {room} characters with this claw "
+            raise ApiError(422, "INVALID_REQUEST", f"{where}.userId: at most {room} characters with this claw "
                            f"(a memory's id, memory:<claw>/<user>, is at most {MAX_ID})")  # fmt: skip
         return Memory(who.tenant, who.claw_id, user_id, thread_id)
 
@@ -271,7 +272,7 @@ def router(ctx: Ctx) -> APIRouter:
         who: Who, user_id: Annotated[str, Query(alias="userId", max_length=MAX_LABEL), Clean] = ""
     ) -> list[ErasureRecord]:
         """The memory's erasures, oldest first (id, reason, when)."""
-        return await erasures(ctx.pool, memory(who, user_id))
+        return await erasures(ctx.pool, memory(who, user_id, where="query"))
 
     @r.post("/api/v1/memory/indexed", response_model=list[str], responses=error_responses(400, 401, 403, 422))
     async def indexed(who: Who, body: IndexedIn) -> list[str]:
@@ -289,7 +290,7 @@ def router(ctx: Ctx) -> APIRouter:
                     include_superseded: Annotated[bool, Query(alias="includeSuperseded")] = False,
                     ) -> list[q.MemoryHit]:  # fmt: skip
         """L2 facts of the memory, each version with its validity window (EVOLUTION: include_superseded)."""
-        return await q.facts(ctx.pool, memory(who, user_id), key, entity, include_superseded)
+        return await q.facts(ctx.pool, memory(who, user_id, where="query"), key, entity, include_superseded)
 
     @r.get("/api/v1/memory/entities", response_model=list[q.L0Term], response_model_by_alias=True,
            responses=error_responses(400, 401, 403, 422))  # fmt: skip
@@ -297,6 +298,6 @@ def router(ctx: Ctx) -> APIRouter:
         who: Who, user_id: Annotated[str, Query(alias="userId", max_length=MAX_LABEL), Clean] = ""
     ) -> list[q.L0Term]:
         """The L0 availability index: the entities and topics this memory holds."""
-        return await q.l0_terms(ctx.pool, memory(who, user_id))
+        return await q.l0_terms(ctx.pool, memory(who, user_id, where="query"))
 
     return r

@@ -92,6 +92,11 @@ def test_a_user_id_too_long_for_its_memory_is_refused_by_its_field(stack: Stack)
             too_long._call("POST", f"/api/v1/memory/{route}", json={**body, "userId": too_long.user_id})
         assert (e.value.status, e.value.code) == (422, "INVALID_REQUEST"), route
         assert e.value.detail.startswith(f"body.userId: at most {room} characters"), e.value.detail
+    for route in ("facts", "entities", "erasures"):  # there the user id is a query parameter, and named as one
+        with pytest.raises(MemoryError_) as e:
+            too_long._call("GET", f"/api/v1/memory/{route}", params={"userId": too_long.user_id})
+        assert (e.value.status, e.value.code) == (422, "INVALID_REQUEST"), route
+        assert e.value.detail.startswith(f"query.userId: at most {room} characters"), e.value.detail
     stored = fits.add(chat("I keep bees on the roof."), session_id="s-1")
     fits.wait_indexed([stored.episode_id], timeout_s=60)
     assert [h.episode_id for h in fits.search("bees").hits] == [stored.episode_id]
