@@ -18,6 +18,11 @@ from pydantic.alias_generators import to_camel
 
 Time = TypeVar("Time")
 
+# The keys of an OpenAI chat message that the memory API reads (``Message``, projections/http/kmms_messages.py: it
+# keeps what was said, and accepts OpenAI's other fields of a message without keeping them). The SDK sends these of a
+# message's keys and no others (a framework's own, "id", "timestamp"..., would be refused).
+MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio")
+
 
 class View(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)

@@ -29,10 +29,6 @@ from pydantic.alias_generators import to_camel
 
 from contracts import kmms_views as views
 
-# The keys of OpenAI's chat message the API takes (it keeps what was said: projections/http/kmms_messages.py); a
-# message's other keys (a framework's own: "id", "timestamp"...) are not sent.
-OPENAI_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio")
-
 
 class _View(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
@@ -137,7 +133,7 @@ class MemoryClient:
         if isinstance(messages, str):
             body["content"] = messages
         else:
-            body["messages"] = [{k: m[k] for k in OPENAI_KEYS if m.get(k) is not None} for m in messages]
+            body["messages"] = [{k: m[k] for k in views.MESSAGE_KEYS if m.get(k) is not None} for m in messages]
         body = {k: v for k, v in body.items() if v is not None}
         return AddResult.model_validate(self._call("POST", "/api/v1/memory/episodes", json=body,
                                                    params={"waitMs": wait_ms}))  # fmt: skip

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from contracts.kmms_views import MESSAGE_KEYS
 from projections.http.kmms import AddIn
 from projections.http.kmms_messages import Message
 
@@ -65,3 +66,9 @@ def test_a_chat_history_as_an_agent_has_it_is_a_valid_body() -> None:
     ], "userId": "u-1"})  # fmt: skip
     assert body.messages is not None
     assert [t["role"] for m in body.messages if (t := m.turn())] == ["system", "user", "tool", "assistant"]
+
+
+def test_the_keys_the_sdk_sends_are_the_messages_fields() -> None:
+    # contracts.kmms_views.MESSAGE_KEYS is what the SDK sends of a message; a field added to Message and not there
+    # would never reach the API from the SDK, and a key there that Message lacks would be refused.
+    assert set(MESSAGE_KEYS) == set(Message.model_fields)
