@@ -175,6 +175,12 @@ class EpisodeTurn(WireModel):
     name: SpeakerName = ""  # v3: the speaker (a conversation between people); "" = unnamed
 
 
+def memory_id(claw_id: str | None, user_id: str) -> str:
+    """A memory's id as its episodes and erasures carry it (their payload's ``about``, at most ``MAX_ID``): the
+    memory of ``user_id`` ("" = the claw's own) in claw ``claw_id``'s."""
+    return f"memory:{claw_id}/{user_id}"
+
+
 class EpisodePayload(WireModel):
     episode_id: Id
     about: Id

@@ -15,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
 
-from contracts.models import MAX_EPISODE, MAX_ID, MAX_LABEL
+from contracts.models import MAX_EPISODE, MAX_ID, MAX_LABEL, memory_id
 from governance.kmms.phrasing import strip_roles
 from governance.transcripts import turn_line
 from inference.embedding_base import EmbeddingError, TokenStatesEmbedder
@@ -55,11 +55,6 @@ def _iso_only(value: object) -> object:
 
 # An ISO 8601 string only (strict mode would refuse the string itself, lax mode would take a number).
 IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only), Strict(False)]
-
-
-def memory_id(claw_id: str | None, user_id: str) -> str:
-    """A memory's id as its episodes and erasures carry it (their envelope's ``about``, at most ``MAX_ID``)."""
-    return f"memory:{claw_id}/{user_id}"
 
 
 # Neither a message's length nor their count is bounded on its own: the whole episode is (MAX_EPISODE characters,

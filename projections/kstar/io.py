@@ -27,7 +27,7 @@ from typing import Any
 
 import psycopg
 
-from contracts.models import ClamPayload, Envelope, EpisodePayload, KstarPayload
+from contracts.models import ClamPayload, Envelope, EpisodePayload, KstarPayload, memory_id
 from governance.identity import TenantPolicy, derive_deployment_key
 from governance.kstar import bundle as b
 from governance.kstar.apply import content_hash
@@ -185,7 +185,7 @@ def episode_payload(e: Mapping[str, Any], memory: str) -> EpisodePayload:
         turns = turns_from_layout(content, layout) if isinstance(layout, list) else []
         if layout and not turns:
             raise ValueError(f"episode {e['episode_id']}: its turn_layout does not lay out its content")
-        return EpisodePayload(episode_id=str(e["episode_id"]), about=f"memory:{claw}/{e.get('user_id', '')}",
+        return EpisodePayload(episode_id=str(e["episode_id"]), about=memory_id(claw, str(e.get("user_id", ""))),
                               content=content, occurred_at=int(e["occurred_at"]), turns=turns,
                               session_id=str(e.get("session_id", "")), user_id=str(e.get("user_id", "")),
                               thread_id=str(e.get("thread_id", "")),
