@@ -17,7 +17,9 @@ or the tenants file's first, one memory per user as that bench makes them).
    all of them (a figure on the corpus they were fitted on: report them on another, ``hivemem bench memory``),
    and with the model off: session recall@5 / @10, side by side.
 
-The shipped weights came from ``--dataset locomo`` (docs/kmms.md, "How the ranking was chosen").
+The shipped weights came from ``--dataset locomo`` (docs/kmms.md, "How the ranking was chosen"). Any public corpus of
+the memory bench can be read (``--dataset realmem``, ``beam``...), and a LongMemEval draw as that bench draws it
+(``--sample N --sample-skip M``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from rich.progress import Progress
 
 from bench import BENCHES
 from bench.memory_metrics import recall_at
-from bench.memory_public import Corpus, load_corpus
+from bench.memory_public import DATASETS, Corpus, load_corpus
 from governance.kmms import episode_rank
 from governance.kmms.episode_rank import EpisodeFeatures, EpisodeWeights, episode_features
 from inference.embedding_base import TokenStatesEmbedder
@@ -171,16 +173,26 @@ def recall(asked: list[Asked], k: int) -> float:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="hivemem bench episode_model", description=BENCHES["episode_model"])
-    ap.add_argument("--dataset", choices=("locomo", "longmemeval", "realtalk"), required=True,
+    ap.add_argument("--dataset", choices=[d for d in DATASETS if d != "synthetic"], required=True,
                     help="the public corpus the running stack holds (`hivemem bench memory` ingested it)")  # fmt: skip
-    ap.add_argument("--file", type=Path, required=True, help="the public corpus' file (REALTALK: its data folder)")
-    ap.add_argument("--limit", type=int, default=None, help="its first N questions (LongMemEval)")
+    ap.add_argument("--file", type=Path, required=True,
+                    help="the corpus' file (REALTALK, RealMem: its data folder; BEAM: a scale's)")  # fmt: skip
+    ap.add_argument("--limit", type=int, default=None,
+                    help="LongMemEval: its first N questions; the others: their first N chats (files)")  # fmt: skip
+    ap.add_argument("--sample", type=int, default=None, metavar="N",
+                    help="LongMemEval: N questions drawn as `hivemem bench memory --sample N` draws them")  # fmt: skip
+    ap.add_argument("--sample-skip", type=int, default=0, metavar="M", help="with --sample: from the M-th on")
     args = ap.parse_args(argv)
     console = Console()
+    try:
+        corpus = load_corpus(args.dataset, args.file, limit=args.limit, sample=args.sample,
+                             sample_skip=args.sample_skip)  # fmt: skip
+    except (ValueError, OSError) as e:
+        console.print(f"[red]BAD_ARGUMENT[/red]: {e}")
+        return 2
     from hivemem.settings import Settings
 
     tenant = os.environ.get("HIVEMEM_BENCH_TENANT") or next(iter(Settings.from_env().load_config().tenants))
-    corpus = load_corpus(args.dataset, args.file, limit=args.limit)
     shipped, session_of = asyncio.run(ask_all(corpus, lambda _: None, tenant, console, "shipped weights"))
     x, y = examples(shipped, session_of)
     if not y.any():

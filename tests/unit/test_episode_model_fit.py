@@ -3,6 +3,8 @@ it was given back, on the raw features, whatever their scales."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -38,3 +40,20 @@ def test_recall_counts_each_evidence_session_once() -> None:
     asked = [Asked(["s1", "s2"], ["s1", "s9", "s2"], []), Asked(["s3"], ["s4", "s5"], []), Asked([], ["s1"], [])]
     assert recall(asked, 2) == pytest.approx((0.5 + 0.0) / 2)
     assert recall(asked, 3) == pytest.approx((1.0 + 0.0) / 2)
+
+
+def test_a_draw_of_a_corpus_other_than_longmemeval_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.episode_model import main
+
+    assert main(["--dataset", "locomo", "--file", str(tmp_path / "locomo10.json"), "--sample", "5"]) == 2
+    out = capsys.readouterr().out
+    assert "BAD_ARGUMENT" in out and "--sample applies to --dataset longmemeval" in out
+
+
+def test_a_missing_file_is_refused_with_its_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.episode_model import main
+
+    assert main(["--dataset", "beam", "--file", str(tmp_path / "chats")]) == 2
+    assert "BAD_ARGUMENT" in capsys.readouterr().out
