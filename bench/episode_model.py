@@ -188,7 +188,7 @@ def main(argv: list[str]) -> int:
         corpus = load_corpus(args.dataset, args.file, limit=args.limit, sample=args.sample,
                              sample_skip=args.sample_skip)  # fmt: skip
     except (ValueError, OSError) as e:
-        console.print(f"[red]BAD_ARGUMENT[/red]: {e}")
+        console.print(f"[red]BAD_ARGUMENT[/red]: {e}", soft_wrap=True)  # whole: a path is not cut in two
         return 2
     from hivemem.settings import Settings
 
