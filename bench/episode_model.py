@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 
 from bench import BENCHES
@@ -188,7 +189,7 @@ def main(argv: list[str]) -> int:
         corpus = load_corpus(args.dataset, args.file, limit=args.limit, sample=args.sample,
                              sample_skip=args.sample_skip)  # fmt: skip
     except (ValueError, OSError) as e:
-        console.print(f"[red]BAD_ARGUMENT[/red]: {e}", soft_wrap=True)  # whole: a path is not cut in two
+        console.print(f"[red]BAD_ARGUMENT[/red]: {escape(str(e))}", soft_wrap=True)  # whole: a path is not cut in two
         return 2
     from hivemem.settings import Settings
 

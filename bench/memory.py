@@ -41,6 +41,7 @@ from typing import Any
 
 import httpx
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 
 from bench import BENCHES, memory_baseline, memory_compare, vector_cache
@@ -249,7 +250,11 @@ def main(argv: list[str]) -> int:
     progress = Console(stderr=True)  # progress on stderr; the figures on stdout and in the result file
     out = Console(record=True, width=150, markup=False, highlight=False)
 
-    corpus = build_corpus(args)
+    try:
+        corpus = build_corpus(args)
+    except (ValueError, OSError) as e:  # a missing file, or one that is not the dataset's format
+        progress.print(f"[red]BAD_ARGUMENT[/red]: {escape(str(e))}", soft_wrap=True)  # whole: a path is not cut in two
+        return 2
     if args.save_corpus:
         corpus.save(args.save_corpus)
     cache_path = (args.baseline_cache or vector_cache.default_path()) if args.baseline_cache_on else None

@@ -250,6 +250,14 @@ def load_corpus(dataset: str, path: Path | None, *, limit: int | None = None, ph
         return generate(seed=seed, users=users, sessions_per_user=sessions, shape=shape)
     if path is None:
         raise ValueError(f"--dataset {dataset} needs --file PATH")
+    try:
+        return _read_public(dataset, path, limit, photos, roles, sample, sample_skip)
+    except (KeyError, TypeError, IndexError, AttributeError) as e:  # JSON, but not this dataset's
+        raise ValueError(f"{path} does not read as --dataset {dataset}'s format ({type(e).__name__}: {e})") from e
+
+
+def _read_public(dataset: str, path: Path, limit: int | None, photos: bool, roles: str, sample: int | None,
+                 sample_skip: int) -> Corpus:  # fmt: skip
     if dataset == "locomo":
         return from_locomo(path, limit, photos, roles)
     if dataset == "longmemeval":

@@ -168,3 +168,19 @@ def test_roles_pair_is_refused_where_no_two_people_talk(path: Path) -> None:
         from_locomo(path, roles="assistant")
     with pytest.raises(SystemExit):
         bench_main(["--dataset", "locomo", "--file", str(path), "--roles", "both"])  # refused by the parser
+
+
+def test_a_missing_file_is_refused_with_its_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "locomo10.json"
+    assert bench_main(["--dataset", "locomo", "--file", str(missing), "--no-baseline"]) == 2
+    err = capsys.readouterr().err
+    assert "BAD_ARGUMENT" in err and "No such file or directory" in err and str(missing) in err
+
+
+def test_a_file_of_another_dataset_is_refused_with_its_reason(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The LoCoMo sample read as LongMemEval: JSON, but a list of conversations, not of questions.
+    assert bench_main(["--dataset", "longmemeval", "--file", str(path), "--no-baseline"]) == 2
+    err = capsys.readouterr().err
+    assert "BAD_ARGUMENT" in err and f"{path} does not read as --dataset longmemeval's format" in err
+    with pytest.raises(ValueError, match="does not read as --dataset longmemeval's format"):
+        load_corpus("longmemeval", path)
