@@ -11,7 +11,7 @@ A round is read with its neighbours (``window_maxsim``), as full text reads it (
 an answer rarely repeats its question's words, the turn it answers does. The search reads the first stage's
 ``CANDIDATES`` best rounds so, and the episode model (``governance.kmms.episode_rank``) reads two figures of it per
 episode. Measured on LoCoMo (the episode model refitted on one half of the conversations and scored on the other,
-both ways): session recall@5 0.886 -> 0.901 (docs/kmms.md, "How the ranking was chosen"). Pure: the caller reads
+both ways): session recall@5 0.886 -> 0.901 (docs/kmms-measurements.md, "Rules measured"). Pure: the caller reads
 the token states from the read model.
 """
 

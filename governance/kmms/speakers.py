@@ -5,7 +5,7 @@ A named turn reads ``user: Melanie: I painted a lake.`` (``governance.transcript
 Melanie's turns carries her name, and so does "What did Melanie paint?": to all-MiniLM-L6-v2 the shared name makes
 the question close to all of them, and her turn about painting is one among hundreds. So the question is embedded
 without the memory's speakers' names ("What did paint?"), which leaves what it asks about; full text still reads
-the name (docs/kmms.md, "How the ranking was chosen": by vectors alone, LoCoMo's session recall@5 went from 0.675
+the name (docs/kmms-measurements.md, "Rules measured": by vectors alone, LoCoMo's session recall@5 went from 0.675
 to 0.794 and REALTALK's from 0.688 to 0.781).
 
 A label is a speaker's when it is a name (one to three words, each capitalised, no digits) that begins at least
