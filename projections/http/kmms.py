@@ -5,6 +5,7 @@ inside it); a token without a claw cannot address a memory.
 No `from __future__ import annotations` here: FastAPI must see the real dependency types.
 """
 
+import re
 import time
 import uuid
 from datetime import UTC, datetime
@@ -55,6 +56,17 @@ def _iso_only(value: object) -> object:
 
 # An ISO 8601 string only (strict mode would refuse the string itself, lax mode would take a number).
 IsoDateTime = Annotated[datetime, BeforeValidator(_iso_only), Strict(False)]
+_DATE_ALONE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _day_known(value: object) -> object:
+    """A question's date given as a day alone ("2023-05-20") is the end of that day, UTC: what is known as of a day
+    includes what happened on it (an episode's ``occurredAt`` given so is the day's start)."""
+    value = _iso_only(value)
+    return f"{value}T23:59:59.999Z" if isinstance(value, str) and _DATE_ALONE.fullmatch(value) else value
+
+
+AsOfDateTime = Annotated[datetime, BeforeValidator(_day_known), Strict(False)]
 
 
 # Neither a message's length nor their count is bounded on its own: the whole episode is (MAX_EPISODE characters,
@@ -90,7 +102,8 @@ class SearchIn(Body):
     k: int = Field(default=5, ge=1, le=50)
     user_id: LabelStr = ""
     thread_id: LabelStr | None = None
-    as_of: IsoDateTime | None = Field(default=None, description="the question's date: nothing after it is returned")
+    as_of: AsOfDateTime | None = Field(default=None, description="the question's date: nothing after it is returned; "
+                                       "a day alone (2023-05-20) is the end of that day, UTC")  # fmt: skip
     mode: Literal["hybrid", "vector", "text"] = "hybrid"
 
 

@@ -18,7 +18,7 @@ from hivemem.settings import Settings
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient, SearchResult
 from tests.conftest import wait_until
-from tests.integration.kmms_support import app_pool, memory, tell
+from tests.integration.kmms_support import app_pool, conversed, memory, tell
 
 pytestmark = pytest.mark.integration
 
@@ -295,3 +295,16 @@ def test_no_result_is_from_after_as_of(person: MemoryClient, day: int, query: st
     # A supersession after as_of is the future: a hit superseded then is shown as it was, current.
     assert all(h.valid_until is None or h.valid_until <= when for h in [*res.hits, *res.context])
     assert all(h.superseded_by is None for h in [*res.hits, *res.context] if h.status == "CURRENT")
+
+
+def test_a_day_alone_as_of_is_the_end_of_that_day(stack: Stack) -> None:
+    # Told at 09:00 on June 1 (``converse``): asked "as of 2026-06-01", the day's morning is known; the day before, not.
+    mem = conversed(stack, CLAW, "bo", [("2026-06-01", "I adopted a grey kitten called Miso this morning.",
+                                         "Congratulations on Miso!")])  # fmt: skip
+    that_day = mem.search("What is my kitten called?", as_of="2026-06-01")
+    assert that_day.as_of == datetime(2026, 6, 1, 23, 59, 59, 999_000, tzinfo=UTC)
+    assert [h.session_id for h in that_day.hits] == ["s-0"]
+    before = mem.search("What is my kitten called?", as_of="2026-05-31")
+    assert before.as_of == datetime(2026, 5, 31, 23, 59, 59, 999_000, tzinfo=UTC) and before.hits == []
+    exact = mem.search("What is my kitten called?", as_of="2026-06-01T00:00:00Z")  # a time given is that instant
+    assert exact.hits == []
