@@ -30,6 +30,7 @@ from projections.kmms.migrations import (
     kmms_turn_layout_migration,
     kmms_unit_windows_lag_migration,
     kmms_unit_windows_migration,
+    kmms_vector_inline_migration,
     kmms_vector_time_migration,
     kmms_vector_tokens_migration,
     kmms_vector_voice_migration,
@@ -196,6 +197,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (34, "kmms: each vector with its unit's event time, indexed", kmms_vector_time_migration),
     (35, "kmms: each episode's turns as a layout over its content", kmms_turn_layout_migration),
     (36, "kmms: each unit vector's token states", kmms_vector_tokens_migration),
+    (37, "kmms: a unit vector's row kept whole on its page, not toasted", kmms_vector_inline_migration),
 ]  # fmt: skip
 
 

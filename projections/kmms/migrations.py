@@ -370,3 +370,16 @@ def kmms_vector_tokens_migration() -> list[str]:
     them."""
     return ["ALTER TABLE kmms.kmms_vectors ADD COLUMN IF NOT EXISTS tokens bytea",
             "ALTER TABLE kmms.kmms_vectors ALTER COLUMN tokens SET STORAGE EXTERNAL"]  # fmt: skip
+
+
+def kmms_vector_inline_migration() -> list[str]:
+    """A unit vector's row kept whole on its page, up to 8,160 bytes (its vector of 1,544 bytes and at most 4,096 of
+    token states fit), not toasted. Past Postgres's default of 2 KB a row's largest out-of-line column went to the
+    TOAST table: the token states, or, where they were the shorter, the vector itself (on LoCoMo 2,633 of 5,882
+    rounds' states and 3,223 of their vectors). The exact nearest scan then read those vectors back through the TOAST
+    index, and the late reading its 185-odd rounds' states the same way. Inline, on the dev stack's LoCoMo (2026-12-06,
+    in process, 400 questions, three pairs of runs alternated, each statement's p50): the nearest vectors 4.2-5.4 ->
+    3.2-4.0 ms, the states' read 2.7-2.8 -> 2.2-2.6 ms; the search's p50 24.4 -> 23.3 ms on average over six pairs
+    (a shared machine: 20.7-26.8 ms run to run). A row written before stays as it was stored, and reads as before,
+    until it is written again (a model switch embeds the memory again)."""
+    return ["ALTER TABLE kmms.kmms_vectors SET (toast_tuple_target = 8160)"]

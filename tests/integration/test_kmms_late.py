@@ -99,3 +99,15 @@ def test_a_memory_embedded_without_token_states_ranks_as_before(stack: Stack, fr
     assert [(h.session_id, h.score) for h in before.hits] == [(h.session_id, h.score) for h in plain.hits]
     again = friends.search(QUESTION, k=5, as_of=AS_OF)
     assert [h.score for h in again.hits] != [h.score for h in before.hits]  # the states back, the reading again
+
+
+def test_a_rounds_vector_and_its_states_stay_on_its_page(stack: Stack, friends: MemoryClient) -> None:
+    """Migration 37: a row of a vector (1,544 bytes) and its states (here 5-13 pieces of 128 bytes) is past Postgres's
+    default 2 KB, where its vector or its states went to the TOAST table, read back through its index by every exact
+    scan and every late reading. Now neither does."""
+    with psycopg.connect(stack.settings.require_database(), autocommit=True) as conn:
+        rows = conn.execute("SELECT unit_id, pg_column_size(v.*), pg_column_toast_chunk_id(tokens), "
+                            "pg_column_toast_chunk_id(embedding) FROM kmms.kmms_vectors v WHERE tenant = 'mem-b' "
+                            "AND claw_id = %s AND tokens IS NOT NULL", (CLAW,)).fetchall()  # fmt: skip
+    assert rows and all(size > 2_032 for _, size, _, _ in rows)  # each past the default threshold
+    assert [r[0] for r in rows if r[2] is not None or r[3] is not None] == []
