@@ -28,6 +28,7 @@ from projections.kmms.migrations import (
     kmms_term_counts_migration,
     kmms_text_matches_migration,
     kmms_turn_layout_migration,
+    kmms_unit_inline_migration,
     kmms_unit_windows_lag_migration,
     kmms_unit_windows_migration,
     kmms_vector_inline_migration,
@@ -198,6 +199,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (35, "kmms: each episode's turns as a layout over its content", kmms_turn_layout_migration),
     (36, "kmms: each unit vector's token states", kmms_vector_tokens_migration),
     (37, "kmms: a unit vector's row kept whole on its page, not toasted", kmms_vector_inline_migration),
+    (38, "kmms: a unit's row kept whole on its page, not toasted", kmms_unit_inline_migration),
 ]  # fmt: skip
 
 

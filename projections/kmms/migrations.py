@@ -383,3 +383,15 @@ def kmms_vector_inline_migration() -> list[str]:
     (a shared machine: 20.7-26.8 ms run to run). A row written before stays as it was stored, and reads as before,
     until it is written again (a model switch embeds the memory again)."""
     return ["ALTER TABLE kmms.kmms_vectors SET (toast_tuple_target = 8160)"]
+
+
+def kmms_unit_inline_migration() -> list[str]:
+    """A unit's row kept whole on its page, up to 8,160 bytes, not toasted, as a vector's (migration 37). A round of a
+    user-assistant chat (up to ``governance.kmms.units.MAX_CHARS`` characters) with its full-text vector and the
+    owner's words is past Postgres's default of 2 KB: on RealMem about half the rounds' full-text vectors had gone
+    to the TOAST table, and 40 % of their texts were compressed. Full text reads the vector of each of its up to
+    2,000 candidates, through the TOAST index. Inline, on the dev stack's RealMem (2026-12-06, in process, 300
+    queries, two runs each way, toasted and inline alternated): full text's statement p50 10.0-11.7 -> 8.8-9.9 ms,
+    the search's p50 25.4-29.9 -> 24.4-26.6 ms. A row written before stays as it was stored until it is written
+    again."""
+    return ["ALTER TABLE kmms.kmms_units SET (toast_tuple_target = 8160)"]

@@ -160,6 +160,15 @@ def test_a_long_chat_is_one_episode_and_an_overlong_one_is_refused_whole(stack: 
         row = conn.execute("SELECT content FROM kmms.kmms_episodes WHERE episode_id = %s",
                            (pasted.episode_id,)).fetchone()  # fmt: skip
     assert row is not None and log in str(row[0])  # verbatim, not cut
+    # Its rounds, cut into units of the log, each past Postgres's 2 KB with its full-text vector: kept whole on their
+    # pages (migration 38), where full text reads them without the TOAST table.
+    with owner_db(stack) as conn:
+        units = conn.execute("SELECT pg_column_size(u.*), pg_column_toast_chunk_id(u.tsv), "
+                             "pg_column_compression(u.tsv), pg_column_compression(u.text) FROM kmms.kmms_units u "
+                             "WHERE u.episode_id = %s",
+                             (pasted.episode_id,)).fetchall()  # fmt: skip
+    assert len(units) > 50 and sum(size > 2_032 for size, *_ in units) > 50
+    assert [u for u in units if u[1:] != (None, None, None)] == []
     with pytest.raises(MemoryError_) as e:
         mem.add([{"role": "user", "content": "pasted " * 40_000}], session_id="s-huge", episode_id="ep-huge")
     assert (e.value.status, e.value.code) == (422, "INVALID_FIELD") and "pasted" not in e.value.detail
