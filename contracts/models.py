@@ -44,6 +44,14 @@ def clean_text(value: str) -> str:
     return value
 
 
+def has_text(value: str) -> str:
+    """A question or a query: at least one character that is not white space ("   " asks nothing, and a search of
+    it would still rank hits and answer them with confidence)."""
+    if not value.strip():
+        raise ValueError("holds no text, only white space")
+    return value
+
+
 def speaker_name(value: str) -> str:
     """A speaker's name is one line of text without edge spaces: a turn reads ``role: name: content``
     (``governance.transcripts.turn_line``), so a line break in a name would forge a turn."""

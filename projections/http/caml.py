@@ -29,7 +29,7 @@ from projections.caml import queries as q
 from projections.gate.gateway import EnvelopeIn, envelope_from_request
 from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
-from projections.http.limits import Clean
+from projections.http.limits import Asks, Clean
 
 # Refusal code -> HTTP status; the detail is a fixed sentence per code, never the content.
 _STATUS = {
@@ -81,7 +81,7 @@ class ValidateIn(Body):
 
 
 class RecallIn(Body):
-    query: str = Field(min_length=1, max_length=4_096)
+    query: Annotated[str, Field(min_length=1, max_length=4_096), Asks]
     k: int = Field(default=5, ge=1, le=50)
     domain: Domain | None = None
     types: list[ObservationType] | None = Field(default=None, max_length=12)

@@ -25,7 +25,7 @@ from projections.gate.gateway import EnvelopeIn, envelope_from_request
 from projections.http.context import Ctx
 from projections.http.errors import ApiError, error_responses
 from projections.http.kmms_messages import Message
-from projections.http.limits import Clean
+from projections.http.limits import Asks, Clean
 from projections.kmms import model_switch as switch
 from projections.kmms import queries as q
 from projections.kmms.erasures import ErasureRecord, erasures, wait_erasure
@@ -98,7 +98,7 @@ class AddOut(Body):
 
 
 class SearchIn(Body):
-    query: Annotated[str, Field(min_length=1, max_length=4_096), Clean]
+    query: Annotated[str, Field(min_length=1, max_length=4_096), Clean, Asks]
     k: int = Field(default=5, ge=1, le=50)
     user_id: LabelStr = ""
     thread_id: LabelStr | None = None

@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from contracts.models import MAX_ID, MAX_ITEMS, MAX_TEXT, KmpIngestPayload
-from projections.http.limits import Clean
+from projections.http.limits import Asks, Clean
 
 IdStr = Annotated[str, Field(min_length=1, max_length=MAX_ID), Clean]
 KnownAt = Annotated[int | None, Field(default=None, ge=0, le=2**62,
@@ -83,7 +83,7 @@ class WakeIn(Body):
 
 class AskIn(Body):
     about: IdStr | None = None
-    question: Annotated[str, Field(min_length=1, max_length=4_096), Clean]
+    question: Annotated[str, Field(min_length=1, max_length=4_096), Clean, Asks]
     scope: ScopeIn = Field(default_factory=ScopeIn)
     answer_policy: Literal["EVIDENCE_OR_UNKNOWN", "SHOW_CONFLICTS", "BEST_EFFORT"] = "EVIDENCE_OR_UNKNOWN"
     known_at: KnownAt = None
@@ -139,7 +139,7 @@ class DiagnoseIn(Body):
     reader cited, and whether the answer was right."""
 
     about: IdStr
-    question: Annotated[str, Field(min_length=1, max_length=4_096), Clean]
+    question: Annotated[str, Field(min_length=1, max_length=4_096), Clean, Asks]
     expected_refs: list[IdStr] = Field(max_length=MAX_ITEMS)
     used_refs: list[IdStr] = Field(default_factory=list, max_length=MAX_ITEMS)
     correct: bool = False

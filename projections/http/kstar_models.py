@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from contracts.models import clean_text
+from contracts.models import clean_text, has_text
 
 # A string that can reach Postgres, Avro or a KDF: no NUL, no lone surrogate (422, not a 500 later).
 Str = Annotated[str, AfterValidator(clean_text)]
@@ -44,7 +44,7 @@ class QueryIn(In):
 
 
 class SearchIn(In):
-    query: Str = Field(min_length=1, max_length=1000)
+    query: Annotated[Str, AfterValidator(has_text)] = Field(min_length=1, max_length=1000)
     fields: list[Str] = Field(default_factory=list, max_length=16, description="dotted paths; none: every string")
     limit: int = Field(default=20, ge=1, le=1000)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pydantic import AfterValidator
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from contracts.models import MAX_ID, MAX_LABEL, clean_text
+from contracts.models import MAX_ID, MAX_LABEL, clean_text, has_text
 from projections.http.errors import error_bytes
 
 # 1 MiB: room for the largest envelope the field limits allow in ordinary text, while one
@@ -21,7 +21,19 @@ MAX_INSTANT = 64
 # (MAX_ID for ids, MAX_LABEL for labels): FastAPI validates both and documents the bound, and
 # a refusal is 422 INVALID_REQUEST like any other bad parameter.
 Clean = AfterValidator(clean_text)
-__all__ = ["MAX_BODY_BYTES", "MAX_ID", "MAX_INSTANT", "MAX_LABEL", "MAX_TOKEN", "BodyLimit", "Clean", "clean_text"]
+# A question or query field: refused (422 INVALID_REQUEST) when it holds only white space.
+Asks = AfterValidator(has_text)
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_ID",
+    "MAX_INSTANT",
+    "MAX_LABEL",
+    "MAX_TOKEN",
+    "Asks",
+    "BodyLimit",
+    "Clean",
+    "clean_text",
+]
 
 
 class BodyLimit:
@@ -72,7 +84,15 @@ class BodyLimit:
     async def _too_large(self, send: Send, declared: int | None) -> None:
         said = f"{declared} bytes" if declared is not None else "the body"
         body = error_bytes("PAYLOAD_TOO_LARGE", f"{said} exceeds the limit of {self.limit} bytes per request")
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

@@ -72,6 +72,11 @@ def test_bad_input_is_refused_with_a_reason_code(stack: Stack) -> None:
     with pytest.raises(MemoryError_) as e:
         mem.search("", k=5)
     assert e.value.status == 422
+    for route in ("search", "ask"):  # a question of white space only asks nothing: refused, not answered
+        with pytest.raises(MemoryError_) as e:
+            mem._call("POST", f"/api/v1/memory/{route}", json={"query": " \t\n ", "k": 5})
+        assert (e.value.status, e.value.code) == (422, "INVALID_REQUEST"), route
+        assert e.value.detail == "body.query: Value error, holds no text, only white space", e.value.detail
     for blank in ({"messages": chat(" \n\t", "  ")}, {"content": "   "}):  # white space only: no text to remember
         with pytest.raises(MemoryError_) as e:
             mem._call("POST", "/api/v1/memory/episodes", json=blank)

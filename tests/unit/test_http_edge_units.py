@@ -15,7 +15,7 @@ import httpx
 import jwt
 import pytest
 import uvicorn
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from contracts.avro import ContractError, decode_envelope, encode_envelope, signing_bytes, writer_schema
 from contracts.positions import LogPosition
@@ -217,3 +217,22 @@ def test_protocol_errors_answer_json(json_protocol_server: int) -> None:
     assert head.startswith(b"HTTP/1.1 400 ") and json.loads(body)["code"] == "BAD_REQUEST"
     head, _ = _raw(json_protocol_server, b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.mark.parametrize("blank", [" ", "  \t\n ", "\u3000\u2003"])
+def test_a_question_of_white_space_only_is_refused_by_every_route_that_asks(blank: str) -> None:
+    # Memory search and ask (and their MCP tools), CAML recall, KMP ask and diagnose, KSTAR search: each field that
+    # holds the question refuses white space alone; a word around it is a question like any other.
+    from projections.http.caml import RecallIn
+    from projections.http.kmms import SearchIn
+    from projections.http.kmp_models import AskIn, DiagnoseIn
+    from projections.http.kstar_models import SearchIn as KstarSearchIn
+
+    asks: tuple[tuple[type[BaseModel], str, dict[str, object]], ...] = (
+        (SearchIn, "query", {}), (RecallIn, "query", {}), (AskIn, "question", {}),
+        (DiagnoseIn, "question", {"about": "e-1", "expectedRefs": []}), (KstarSearchIn, "query", {}))  # fmt: skip
+    for model, field, rest in asks:
+        with pytest.raises(ValidationError) as e:
+            model.model_validate({field: blank, **rest})
+        assert "holds no text, only white space" in str(e.value), model
+        assert getattr(model.model_validate({field: f"{blank}bees{blank}", **rest}), field) == f"{blank}bees{blank}"
