@@ -54,7 +54,7 @@ from bench.memory_metrics import (
 )
 from bench.memory_public import DATASETS, ROLES, categories, load_corpus, locomo_note
 from bench.memory_report import context_recall, dump, gold, score_run, table
-from bench.memory_run import COLUMNS, ModeRun, ingest, run_mode
+from bench.memory_run import COLUMNS, ModeRun, ingest, run_mode, run_under_load
 from bench.memory_sdk import NODE_HITS, l0_lookups, open_memories, sdk_close
 from bench.pii import cpu_model
 from bench.replay import timed_replay
@@ -147,6 +147,25 @@ def baseline(corpus: Corpus, console: Console, cache_path: Path | None) -> memor
             cache.close()
 
 
+def under_load(corpus: Corpus, settings: Settings, tenant: str, alone: ModeRun, args: argparse.Namespace,
+               progress: Console, out: Console, n: int) -> None:  # fmt: skip
+    """The section of ``--clients``: ``alone``'s questions asked by that many callers at once."""
+    sets = [open_memories(settings, tenant, [u.user_id for u in corpus.users]) for _ in range(args.clients)]
+    try:
+        run = run_under_load(corpus, sets, alone, args.k, progress, args.node_hits)
+    finally:
+        for s in sets:
+            sdk_close(s)
+    answered = len(run.client_ms)
+    out.print(f"\n{n}. questions under load, mode {alone.mode}: {args.clients} callers at once  [load {load()}]"
+              + (f"  errors: {dict(run.errors)}" if run.errors else ""))  # fmt: skip
+    one = len(alone.client_ms) / (sum(alone.client_ms) / 1000) if alone.client_ms else float("nan")
+    out.print(f"   {answered:,} searches in {run.seconds:.1f} s = {answered / run.seconds:.1f} searches/s (one caller: "
+              f"{one:.1f} a second)")  # fmt: skip
+    out.print(f"   search latency, client (HTTP)   {dist(run.client_ms)}")
+    out.print(f"   the same hits as when asked alone (sessions, in order): {run.same:,} of {run.compared:,} questions")
+
+
 def side_by_side(corpus: Corpus, runs: Sequence[ModeRun], base: memory_baseline.Baseline | None, k: int,
                  out: Console, n: int) -> None:  # fmt: skip
     systems: dict[str, Sequence[Retrieval | None]] = {f"HiveMem {r.mode}": r.results for r in runs}
@@ -223,6 +242,9 @@ def main(argv: list[str]) -> int:
     )
     ap.add_argument("--probes", type=int, default=50, help="sessions timed add -> searchable, one by one")
     ap.add_argument("--concurrency", type=int, default=4, help="users ingested in parallel")
+    ap.add_argument("--clients", type=int, default=0, metavar="N", help="then ask the first mode's questions again "
+                    "with N callers at once, each with its own HTTP clients: searches a second, latency, and whether "
+                    "each question gets the hits it got alone (0: skip)")  # fmt: skip
     ap.add_argument("--wait-ms", type=int, default=5_000, help="the add call's wait for the verdict")
     ap.add_argument("--index-timeout", type=float, default=900.0, help="seconds to wait for one user's episodes")
     ap.add_argument(
@@ -247,6 +269,8 @@ def main(argv: list[str]) -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if bad := [m for m in modes if m not in ("hybrid", "vector", "text")]:
         ap.error(f"unknown mode(s): {', '.join(bad)}")
+    if not 0 <= args.clients <= 256:
+        ap.error(f"--clients {args.clients}: give 0 (skip) to 256 callers")
     progress = Console(stderr=True)  # progress on stderr; the figures on stdout and in the result file
     out = Console(record=True, width=150, markup=False, highlight=False)
 
@@ -335,6 +359,9 @@ def main(argv: list[str]) -> int:
                 out.print(f"   search latency, server-reported {dist(run.server_ms)}")
                 out.print(table(mode, groups, args.k))
                 out.print(f"   {context_recall(corpus, run)}")
+            if args.clients > 0 and runs:
+                n += 1
+                under_load(corpus, settings, tenant, runs[0], args, progress, out, n)
             n += 1
             side_by_side(corpus, runs, base, args.k, out, n)
             lookups = l0_lookups(settings, tenant, corpus)

@@ -144,3 +144,58 @@ def run_mode(corpus: Corpus, mems: dict[str, Any], mode: str, k: int, console: C
             run.results.append(res)
             bar.update(task, completed=i + 1, rate=f"{(i + 1) / (time.perf_counter() - t0):6.1f}/s")
     return run
+
+
+@dataclass
+class LoadRun:
+    """One mode's questions asked by ``clients`` callers at once (``run_under_load``)."""
+
+    clients: int
+    seconds: float
+    client_ms: list[float]
+    errors: Counter[str]
+    same: int  # questions whose hits name the same sessions in the same order as when asked one at a time
+    compared: int  # questions answered both ways
+
+
+def _sessions(r: Retrieval) -> tuple[tuple[str | None, tuple[str, ...]], ...]:
+    return tuple((h.session_id, h.cited) for h in r.hits)
+
+
+def run_under_load(corpus: Corpus, client_sets: list[dict[str, Any]], alone: ModeRun, k: int, console: Console,
+                   nodes: str = "cite") -> LoadRun:  # fmt: skip
+    """``alone``'s questions again, asked by ``len(client_sets)`` callers at once (each question by the next caller's
+    own HTTP clients, as many agents would): searches a second, each search's client latency, the errors, and how
+    many questions got the very hits they got one at a time (a search under load must answer as it does alone)."""
+    by_episode = {episode_id(s): s.session_id for u in corpus.users for s in u.sessions}
+    questions = corpus.questions
+    results: list[Retrieval | None] = [None] * len(questions)
+    run = LoadRun(len(client_sets), float("nan"), [], Counter(), 0, 0)
+    lock = threading.Lock()
+    with Progress(*COLUMNS, console=console) as bar:
+        task = bar.add_task(f"questions ({alone.mode}) x{len(client_sets)}", total=len(questions), rate="")
+        t0 = time.perf_counter()
+
+        def one(i: int) -> None:
+            q = questions[i]
+            t = time.perf_counter()
+            try:
+                res, _ = sdk_search(client_sets[i % len(client_sets)][q.user_id], q, k, alone.mode, by_episode, nodes)
+            except Exception as exc:
+                with lock:
+                    run.errors[str(getattr(exc, "code", type(exc).__name__))] += 1
+                return
+            ms = (time.perf_counter() - t) * 1000
+            with lock:
+                results[i] = res
+                run.client_ms.append(ms)
+                done = len(run.client_ms) + sum(run.errors.values())
+            bar.update(task, completed=done, rate=f"{done / (time.perf_counter() - t0):6.1f}/s")
+
+        with ThreadPoolExecutor(max_workers=len(client_sets)) as pool:
+            list(pool.map(one, range(len(questions))))
+        run.seconds = time.perf_counter() - t0
+    pairs = [(a, b) for a, b in zip(alone.results, results, strict=True) if a is not None and b is not None]
+    run.compared = len(pairs)
+    run.same = sum(_sessions(a) == _sessions(b) for a, b in pairs)
+    return run
