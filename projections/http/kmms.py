@@ -184,7 +184,8 @@ def router(ctx: Ctx) -> APIRouter:
             raise ApiError(422, "INVALID_FIELD", f"the episode is longer than {MAX_EPISODE} characters")
         eid = body.episode_id or f"ep-{uuid.uuid4()}"
         kind = body.content_type or ("CONVERSATION" if turns else "NOTE")
-        occurred = _ms(body.occurred_at) or int(time.time() * 1000)
+        given = _ms(body.occurred_at)  # 1970-01-01T00:00Z is 0, a time like any other: not "none given"
+        occurred = given if given is not None else int(time.time() * 1000)
         payload = {"episodeId": eid, "about": memory_id(who.claw_id, body.user_id), "dimensions": {},
                    "content": content, "occurredAt": occurred, "sessionId": body.session_id or eid,
                    "userId": body.user_id, "threadId": body.thread_id, "contentType": kind, "turns": turns}  # fmt: skip

@@ -4,6 +4,7 @@ PII policy per tenant (redact or reject), content-hash dedup, verbatim immutable
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -59,6 +60,24 @@ def test_same_content_is_one_episode_and_ids_are_unique(stack: Stack) -> None:
     # The same words in another user's memory are that memory's own episode.
     other = memory(stack, "mem-a", user_id=user + "-b")
     assert other.add(chat("We picked DuckDB for the analytics prototype."), session_id="s-dup").status == "STORED"
+
+
+def test_an_episode_keeps_the_date_it_was_given_even_the_epoch(stack: Stack) -> None:
+    # The epoch is 0 ms: a date like any other, not "no date given" (which is now). Before 2026-12-06 such an episode
+    # was stored as written now.
+    mem = memory(stack, "mem-a", user_id=f"u-{uuid.uuid4().hex[:6]}")
+    eids = [mem.add(chat(text), session_id=f"s-{i}", occurred_at=at).episode_id
+            for i, (text, at) in enumerate((("The lighthouse keeper wound the clock.", "1970-01-01T00:00:00Z"),
+                                            ("Grandpa built the barn by the river.", "1850-06-01"),
+                                            ("I planted tomatoes on the balcony.", None)))]  # fmt: skip
+    mem.wait_indexed(eids, timeout_s=120)
+    for query, eid, when in (("lighthouse keeper clock", eids[0], datetime(1970, 1, 1, tzinfo=UTC)),
+                             ("grandpa barn river", eids[1], datetime(1850, 6, 1, tzinfo=UTC))):  # fmt: skip
+        hit = mem.search(query, k=1, as_of="1971-01-01").hits[0]
+        assert (hit.episode_id, hit.occurred_at) == (eid, when), query
+    early = mem.search("tomatoes balcony", k=5, as_of="1971-01-01").hits  # undated: now, after that asOf
+    assert eids[2] not in {h.episode_id for h in early} and {h.episode_id for h in early} <= set(eids[:2])
+    assert mem.search("tomatoes balcony", k=1).hits[0].episode_id == eids[2]
 
 
 def test_bad_input_is_refused_with_a_reason_code(stack: Stack) -> None:
