@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,6 +192,16 @@ def _hit_from_node(
                      session_ids=sessions or [], outdated_by=outdated_by, logged_at=n.logged_at)  # fmt: skip
 
 
+def _first_of_layer(layer: int, l4: list[MemoryHit], kept: list[NodeRow], later: dict[str, str],
+                    node_hit: Callable[[int], MemoryHit]) -> MemoryHit | None:  # fmt: skip
+    """A layer's first hit in ranked order: an L4 hit (the units' order), or an L1-L3 node in its candidates' fused
+    order (``kept``), a fact a later hit may have changed (``later``) left out as the drill leaves it out."""
+    if layer == 4:
+        return next((h for h in l4 if h.outdated_by is None), None)
+    first = next((i for i, n in enumerate(kept) if n.layer == layer and n.node_id not in later), None)
+    return None if first is None else node_hit(first)
+
+
 def _hit_from_unit(u: UnitHit, now: int) -> MemoryHit:
     c = score(NodeSignals(4, u.similarity, 1, None, 1.0, False), now, False)
     return MemoryHit(layer=4, node_id=u.episode_id, score=round(u.fused, 6), similarity=round(u.similarity, 4),
@@ -278,11 +289,14 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
         drill.append(LayerStep(layer=layer, sufficient=v.sufficient and best is not None,
                                reason=v.reason if best is not None else "no candidate at this layer",
                                best_similarity=best.similarity if best else None))  # fmt: skip
+        if v.sufficient and best is not None:
+            # The layer answers with its first hit in the ranking's order (what `ask` shows), which its best
+            # similarity made sufficient: the answer's confidence and hedging are that hit's.
+            answer = _first_of_layer(layer, l4, kept, later, node_hit) or best
+            provenance.append(answer.node_id)
+            break
         if best is not None:
             provenance.append(best.node_id)
-        if v.sufficient and best is not None:
-            answer = best
-            break
     if answer is None:  # no layer sufficient: the deepest evidence found answers, hedged by its score
         answer = l4[0] if l4 else (node_hit(0) if kept else None)
     # The best similarity says whether anything in memory is about the question (docs/kmms.md, "Abstention"). An L3
