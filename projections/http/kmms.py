@@ -245,7 +245,10 @@ def router(ctx: Ctx) -> APIRouter:
         """The answering hit's text behind its hedging prefix, with the whole retrieval as evidence;
         no answer (and a low confidence) when nothing in memory is about the question."""
         res = await run_search(who, body)
-        top = next((h for h in [*res.context, *res.hits] if h.layer == res.answer_layer), None)
+        # The search's answer: the last node of its provenance (an L4 hit's node is its episode: its first hit).
+        answer_id = res.provenance[-1] if res.provenance else None
+        top = next((h for h in [*res.context, *res.hits] if h.node_id == answer_id and h.layer == res.answer_layer),
+                   None)  # fmt: skip
         if res.abstained or top is None:
             return AskOut(answer=None, result=res)
         text = top.fact_value if top.layer == 2 and top.fact_value else strip_roles(top.text)

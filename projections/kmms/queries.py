@@ -274,7 +274,7 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
     l4 = [_hit_from_unit(u, eval_at) for u in ranked]
     floor, floor_reason = min_depth(sp.query)
     drill: list[LayerStep] = []
-    provenance: list[str] = []
+    visited: list[tuple[int, str]] = []  # (layer, node id): each layer's best, down to the answer
     answer: MemoryHit | None = None
     for layer in (1, 2, 3, 4):
         best: MemoryHit | None
@@ -293,12 +293,14 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
             # The layer answers with its first hit in the ranking's order (what `ask` shows), which its best
             # similarity made sufficient: the answer's confidence and hedging are that hit's.
             answer = _first_of_layer(layer, l4, kept, later, node_hit) or best
-            provenance.append(answer.node_id)
             break
         if best is not None:
-            provenance.append(best.node_id)
+            visited.append((layer, best.node_id))
     if answer is None:  # no layer sufficient: the deepest evidence found answers, hedged by its score
         answer = l4[0] if l4 else (node_hit(0) if kept else None)
+    # The layers visited above the answer's, then the answer itself (not its layer's closest hit, when they differ).
+    provenance = [n for layer, n in visited if answer is None or layer < answer.layer]
+    provenance += [answer.node_id] if answer is not None else []
     # The best similarity says whether anything in memory is about the question (docs/kmms.md, "Abstention"). An L3
     # summary does not count: one of the owner's episodes is close to any question about the owner.
     best_sim = max([u.similarity for u in ranked] + [round(n.similarity, 4) for n in kept if n.layer != 3],
@@ -310,6 +312,8 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
     context = [node_hit(i) for i in range(len(kept) if intent.kind == "EVOLUTION" else min(len(kept), sp.k))]
     # An outdated fact goes after the others: the later episode among the hits may have changed it.
     context = [*(h for h in context if h.outdated_by is None), *(h for h in context if h.outdated_by is not None)]
+    if answer is not None and answer.layer < 4 and all(h.node_id != answer.node_id for h in context):
+        context.append(answer)  # a node that answers is shown, even beyond the first k
     return SearchResult(
         query=sp.query, as_of=as_of, temporal_intent=intent.kind, window_start=intent.start_ms,
         window_end=intent.end_ms, temporal_cues=list(intent.cues), entities=terms,

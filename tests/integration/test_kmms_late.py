@@ -130,3 +130,8 @@ def test_the_answer_is_the_first_hit_of_its_layer_and_its_confidence_is_that_hit
         answer = friends.ask(question, k=5, as_of=AS_OF).answer
         assert answer is not None and answer.endswith(top.text.split(": ", 2)[-1]), question
     assert apart >= 1  # the case the rule is for: the first hit is not the closest
+    for question in questions:  # with one hit: the answer is still shown (a node beyond the first k joins context)
+        one = friends.search(question, k=1, as_of=AS_OF)
+        shown = [h for h in [*one.context, *one.hits] if h.node_id == one.provenance[-1]]
+        assert shown and shown[0].layer == one.answer_layer and shown[0].confidence == one.confidence, question
+        assert one.abstained or friends.ask(question, k=1, as_of=AS_OF).answer is not None, question
