@@ -23,17 +23,8 @@ MAX_INSTANT = 64
 Clean = AfterValidator(clean_text)
 # A question or query field: refused (422 INVALID_REQUEST) when it holds only white space.
 Asks = AfterValidator(has_text)
-__all__ = [
-    "MAX_BODY_BYTES",
-    "MAX_ID",
-    "MAX_INSTANT",
-    "MAX_LABEL",
-    "MAX_TOKEN",
-    "Asks",
-    "BodyLimit",
-    "Clean",
-    "clean_text",
-]
+__all__ = ["MAX_BODY_BYTES", "MAX_ID", "MAX_INSTANT", "MAX_LABEL", "MAX_TOKEN", "Asks", "BodyLimit", "Clean",
+           "clean_text"]  # fmt: skip
 
 
 class BodyLimit:
@@ -84,15 +75,7 @@ class BodyLimit:
     async def _too_large(self, send: Send, declared: int | None) -> None:
         said = f"{declared} bytes" if declared is not None else "the body"
         body = error_bytes("PAYLOAD_TOO_LARGE", f"{said} exceeds the limit of {self.limit} bytes per request")
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})  # fmt: skip
         await send({"type": "http.response.body", "body": body})
