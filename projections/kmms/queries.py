@@ -4,9 +4,9 @@
    EVOLUTION, WINDOW, POINT_IN_TIME, UNSPECIFIED, relative dates resolved against ``as_of``), and
    which of its words the L0 index knows (entities and topics of this memory).
 2. Route and drill: L1–L3 nodes and L4 episodes are retrieved (``projections.kmms.search``) under
-   the intent's filter; layers are visited L1 -> L4 and the first sufficient one answers
-   (``governance.kmms.sufficiency``: the signal words' minimum depth, then similarity >= tau and
-   the query's entities covered). Each skipped layer says why.
+   the intent's filter; layers are visited L1 -> L4 and the first sufficient one answers with its
+   first hit in ranked order (``governance.kmms.sufficiency``: the signal words' minimum depth, then
+   its closest hit's similarity >= tau and the query's entities covered). Each skipped layer says why.
 3. Score: every hit gets seed Table 3's base for its layer plus the modifiers
    (``governance.kmms.confidence``); the answer's confidence is its top hit's (X-14). A CURRENT
    query that finds only superseded content returns it with -0.30 and says so (X-15).
