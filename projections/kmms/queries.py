@@ -19,7 +19,6 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,16 +191,6 @@ def _hit_from_node(
                      session_ids=sessions or [], outdated_by=outdated_by, logged_at=n.logged_at)  # fmt: skip
 
 
-def _first_of_layer(layer: int, l4: list[MemoryHit], kept: list[NodeRow], later: dict[str, str],
-                    node_hit: Callable[[int], MemoryHit]) -> MemoryHit | None:  # fmt: skip
-    """A layer's first hit in ranked order: an L4 hit (the units' order), or an L1-L3 node in its candidates' fused
-    order (``kept``), a fact a later hit may have changed (``later``) left out as the drill leaves it out."""
-    if layer == 4:
-        return next((h for h in l4 if h.outdated_by is None), None)
-    first = next((i for i, n in enumerate(kept) if n.layer == layer and n.node_id not in later), None)
-    return None if first is None else node_hit(first)
-
-
 def _hit_from_unit(u: UnitHit, now: int) -> MemoryHit:
     c = score(NodeSignals(4, u.similarity, 1, None, 1.0, False), now, False)
     return MemoryHit(layer=4, node_id=u.episode_id, score=round(u.fused, 6), similarity=round(u.similarity, 4),
@@ -278,8 +267,11 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
     answer: MemoryHit | None = None
     for layer in (1, 2, 3, 4):
         best: MemoryHit | None
+        usable: list[MemoryHit] = []  # L4: the hits in ranked order, none a fact a later hit may have changed
+        at: list[int] = []  # L1-L3: the layer's nodes in ranked order (indexes in kept), the same left out
         if layer == 4:
-            best = max((h for h in l4 if h.outdated_by is None), key=lambda h: h.similarity, default=None)
+            usable = [h for h in l4 if h.outdated_by is None]
+            best = max(usable, key=lambda h: h.similarity, default=None)
         else:  # the layer's best by a hit's (rounded) similarity, the first of equals, as over the hits themselves
             at = [i for i, n in enumerate(kept) if n.layer == layer and n.node_id not in later]
             first = max(at, key=lambda i: round(kept[i].similarity, 4), default=None)
@@ -292,7 +284,7 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
         if v.sufficient and best is not None:
             # The layer answers with its first hit in the ranking's order (what `ask` shows), which its best
             # similarity made sufficient: the answer's confidence and hedging are that hit's.
-            answer = _first_of_layer(layer, l4, kept, later, node_hit) or best
+            answer = usable[0] if layer == 4 else node_hit(at[0])
             break
         if best is not None:
             visited.append((layer, best.node_id))
