@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 from pydantic.alias_generators import to_camel
 
 Time = TypeVar("Time")
@@ -63,6 +63,9 @@ class MemoryHit(View, Generic[Time]):
     # A fact a later episode among the hits may have changed (``newer_evidence``): that episode's id.
     outdated_by: str | None = None
     logged_at: Time | None = None
+    # An L4 hit's round (its unit id, ``<episode id>#<n>``), for ``ask``'s answer (the turns around it); not in the
+    # JSON: the server's own, set where the hit is built.
+    _round_id: str | None = PrivateAttr(default=None)
 
 
 class LayerStep(View):

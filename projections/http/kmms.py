@@ -17,7 +17,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
 
 from contracts.models import MAX_EPISODE, MAX_ID, MAX_LABEL, memory_id
-from governance.kmms.phrasing import strip_roles
 from governance.transcripts import turn_line
 from inference.embedding_base import EmbeddingError, TokenStatesEmbedder
 from projections.auth import Principal
@@ -28,6 +27,7 @@ from projections.http.kmms_messages import Message
 from projections.http.limits import Asks, Clean
 from projections.kmms import model_switch as switch
 from projections.kmms import queries as q
+from projections.kmms.answer import answer_text
 from projections.kmms.erasures import ErasureRecord, erasures, wait_erasure
 from projections.kmms.model_switch import ServingModel
 from projections.kmms.search import Memory
@@ -108,7 +108,7 @@ class SearchIn(Body):
 
 
 class AskOut(Body):
-    answer: str | None  # the hedging prefix and the answering hit's text; None when abstaining
+    answer: str | None  # the hedging prefix and the answering hit's text (projections.kmms.answer); None: abstained
     result: q.SearchResult
 
 
@@ -251,7 +251,7 @@ def router(ctx: Ctx) -> APIRouter:
                    None)  # fmt: skip
         if res.abstained or top is None:
             return AskOut(answer=None, result=res)
-        text = top.fact_value if top.layer == 2 and top.fact_value else strip_roles(top.text)
+        text = await answer_text(ctx.pool, memory(who, body.user_id, body.thread_id), top)
         return AskOut(answer=f"{res.hedging_prefix} {text}" if res.hedging_prefix else text, result=res)
 
     @r.post("/api/v1/memory/erase", response_model=EraseOut, response_model_by_alias=True,

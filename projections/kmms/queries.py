@@ -193,11 +193,13 @@ def _hit_from_node(
 
 def _hit_from_unit(u: UnitHit, now: int) -> MemoryHit:
     c = score(NodeSignals(4, u.similarity, 1, None, 1.0, False), now, False)
-    return MemoryHit(layer=4, node_id=u.episode_id, score=round(u.fused, 6), similarity=round(u.similarity, 4),
-                     confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
-                     modifiers=[(name, d) for name, d in c.modifiers], text=u.text, episode_id=u.episode_id,
-                     session_id=u.session_id, thread_id=u.thread_id or None, occurred_at=u.occurred_at,
-                     valid_from=u.occurred_at, logged_at=u.logged_at)  # fmt: skip
+    hit = MemoryHit(layer=4, node_id=u.episode_id, score=round(u.fused, 6), similarity=round(u.similarity, 4),
+                    confidence=c.value, hedging=c.hedging_prefix, layer_meaning=c.layer_meaning,
+                    modifiers=[(name, d) for name, d in c.modifiers], text=u.text, episode_id=u.episode_id,
+                    session_id=u.session_id, thread_id=u.thread_id or None, occurred_at=u.occurred_at,
+                    valid_from=u.occurred_at, logged_at=u.logged_at)  # fmt: skip
+    hit._round_id = u.unit_id  # ask's answer reads the turns around it (projections.kmms.answer)
+    return hit
 
 
 async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: SearchConfig = DEFAULT) -> SearchResult:
