@@ -155,16 +155,3 @@ def one_turn(unit_text: str) -> bool:
     of several lines is one turn, ``speaker_lines``). A chat between people sent turn by turn is a run of them; a
     user's round with the assistant's replies holds two turns or more, a note or a document none."""
     return sum(1 for line in unit_text.splitlines() if _SPEAKER.match(line)) == 1
-
-
-def answer_window(before: str | None, round_text: str, after: str | None) -> str:
-    """What ``ask`` answers with from an L4 round, without role prefixes: the round and, when it is one turn
-    (``one_turn``), the turns just before and after it in its episode that are one turn too, one per line. A turn
-    alone is often a question whose answer is the next turn ("Did you make it?"), or an answer whose subject is in
-    the one before ("Yes, last week!"); the search read the round with them (``governance.kmms.late``, full text's
-    windows), and found it by them. On LoCoMo and REALTALK (every turn a user message, the speakers named), the
-    share of the gold answer's words that ``ask``'s answer holds goes from 0.254 to 0.354 and from 0.136 to 0.178,
-    against 0.283 and 0.163 with two other turns of the episode of the same length (docs/kmms-measurements.md)."""
-    if not one_turn(round_text):
-        return strip_roles(round_text)
-    return "\n".join(strip_roles(t) for t in (before, round_text, after) if t is not None and one_turn(t))

@@ -1,6 +1,6 @@
-"""What ``ask`` answers with: the answering hit's text, and for an L4 round that is one turn of a conversation
-sent turn by turn, the turns just before and after it in its episode (the rule: ``governance.kmms.phrasing``'s
-``answer_window``). One statement, by the two rounds' keys, only when the answer is such a round.
+"""What ``ask`` answers with (the rules: ``governance.kmms.answer``): an L4 round after its day, and when it is one
+turn of a conversation sent turn by turn, with the turns just before and after it in its episode, read here in one
+statement by the two rounds' keys.
 """
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from __future__ import annotations
 from psycopg_pool import AsyncConnectionPool
 
 from contracts.kmms_views import MemoryHit
+from governance.kmms.answer import evidence_answer
 from governance.kmms.late import neighbours
-from governance.kmms.phrasing import answer_window, one_turn, strip_roles
+from governance.kmms.phrasing import one_turn, strip_roles
 from projections.kmms.search import Memory
 from projections.queries import tenant_tx
 
@@ -32,10 +33,14 @@ async def around(pool: AsyncConnectionPool, m: Memory, round_id: str) -> tuple[s
 
 async def answer_text(pool: AsyncConnectionPool, m: Memory, hit: MemoryHit[int]) -> str:
     """``ask``'s answer from its answering ``hit`` (hedging prefix not included): an L2 fact's value; an L4 round
-    with the turns around it when it is one turn (``answer_window``); else the hit's text without role prefixes."""
+    after its day, with the turns around it when it is one turn (``evidence_answer``); else the hit's text without
+    role prefixes."""
     if hit.layer == 2 and hit.fact_value:
         return hit.fact_value
-    if hit.layer != 4 or hit._round_id is None or not one_turn(hit.text):
+    if hit.layer != 4:
         return strip_roles(hit.text)
-    before, after = await around(pool, m, hit._round_id)
-    return answer_window(before, hit.text, after)
+    before: str | None = None
+    after: str | None = None
+    if hit._round_id is not None and one_turn(hit.text):  # a turn: the turns around it are part of the answer
+        before, after = await around(pool, m, hit._round_id)
+    return evidence_answer(before, hit.text, after, hit.occurred_at)

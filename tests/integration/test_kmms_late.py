@@ -138,17 +138,18 @@ def test_the_answer_is_the_first_hit_of_its_layer_and_its_confidence_is_that_hit
 
 
 def _turns_around(text: str) -> str:
-    """The friends' turns around the round ``text`` (a hit's, "user: Nate: ..."), one per line."""
+    """The day of the friends' session that holds the round ``text`` (a hit's, "user: Nate: ...") and its turns
+    around it, one per line."""
     said = text.split(": ", 1)[1]
-    turns = next(t for t in SESSIONS if said in t)
-    at = turns.index(said)
-    return "\n".join(turns[max(0, at - 1) : at + 2])
+    session = next(i for i, turns in enumerate(SESSIONS) if said in turns)
+    at = SESSIONS[session].index(said)
+    return f"[{session + 1} May 2026] " + "\n".join(SESSIONS[session][max(0, at - 1) : at + 2])
 
 
 def test_ask_answers_a_turn_with_the_turns_around_it(friends: MemoryClient) -> None:
     # A turn alone is often a question whose answer is the next turn ("What game were you playing?" -> "A racing
     # game..."): `ask` answers with the answering round and the turns before and after it in its episode, each
-    # without its role (projections/kmms/answer.py). The search's hits and provenance are unchanged.
+    # without its role, after the day it was said (governance/kmms/answer.py). The search's hits are unchanged.
     windows = 0
     for question in (QUESTION, "Which game did Nate win with?", "What did the dog chew?",
                      "What would Nate recommend for a rainy day?"):  # fmt: skip
