@@ -20,7 +20,8 @@ evidence sessions. This bench:
    p50/p95/p99 (client and server-reported). An L1-L3 node hit counts for the sessions of the episodes it cites
    (``--node-hits cite``, the default; ``skip``: L4 hits only);
 5. HiveMem's modes beside the baseline (``bench.memory_compare``): recall@5/@10 and NDCG@10 per category and
-   overall, and by how much each mode beats or trails the baseline.
+   overall, and by how much each mode beats or trails the baseline; with ``--ask``, what ``ask`` says, scored by
+   the gold answers' words beside the baseline's first unit (``bench.memory_answers``).
 
 Prints the figures and writes them to ``bench/results/memory-<date>-<users>u.txt`` (or ``--out``). Figures only:
 nothing here asserts a level. Everything this bench calls on the SDK is in ``bench.memory_sdk``; the ingest and
@@ -46,6 +47,7 @@ from rich.progress import Progress
 
 from bench import BENCHES, memory_baseline, memory_compare, vector_cache
 from bench.figures import dist, load, percentile
+from bench.memory_answers import ask_section
 from bench.memory_corpus import SHAPES, Corpus
 from bench.memory_layers import consolidate_locally
 from bench.memory_metrics import (
@@ -126,7 +128,8 @@ def cached_note(base: memory_baseline.Baseline, cache_path: Path | None) -> str:
     return f" ({base.cached:,} of them read from the vector cache {cache_path}, not embedded again)"
 
 
-def baseline(corpus: Corpus, console: Console, cache_path: Path | None) -> memory_baseline.Baseline:
+def baseline(corpus: Corpus, console: Console, cache_path: Path | None,
+             answers: bool = False) -> memory_baseline.Baseline:  # fmt: skip
     """The baseline over the whole corpus, with a progress bar over the unit texts it embeds; the vectors kept at
     ``cache_path`` by an earlier run of the same model are read instead of embedded (None: no cache)."""
     from inference.embeddings import embedder_from_env
@@ -141,7 +144,7 @@ def baseline(corpus: Corpus, console: Console, cache_path: Path | None) -> memor
             def step(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total, rate=f"{done / (time.perf_counter() - t0):6.1f}/s")
 
-            return memory_baseline.run(corpus, embedder, progress=step, cache=cache)
+            return memory_baseline.run(corpus, embedder, progress=step, cache=cache, answers=answers)
     finally:
         if cache is not None:
             cache.close()
@@ -245,6 +248,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--clients", type=int, default=0, metavar="N", help="then ask the first mode's questions again "
                     "with N callers at once, each with its own HTTP clients: searches a second, latency, and whether "
                     "each question gets the hits it got alone (0: skip)")  # fmt: skip
+    ap.add_argument("--ask", action="store_true", help="then ask every question with a gold answer (POST /ask, k=5) "
+                    "and score its answer by the gold answer's words, beside the baseline's first unit "
+                    "(bench/memory_answers.py)")  # fmt: skip
     ap.add_argument("--wait-ms", type=int, default=5_000, help="the add call's wait for the verdict")
     ap.add_argument("--index-timeout", type=float, default=900.0, help="seconds to wait for one user's episodes")
     ap.add_argument(
@@ -282,7 +288,8 @@ def main(argv: list[str]) -> int:
     if args.save_corpus:
         corpus.save(args.save_corpus)
     cache_path = (args.baseline_cache or vector_cache.default_path()) if args.baseline_cache_on else None
-    base = baseline(corpus, progress, cache_path) if args.baseline else None  # before the stack: the cores its own
+    # Before the stack starts: the cores are its own.
+    base = baseline(corpus, progress, cache_path, args.ask) if args.baseline else None
     st = corpus.stats()
     started = datetime.now(UTC)
     out.print(f"hivemem bench memory  {started:%Y-%m-%d %H:%M} UTC")
@@ -362,6 +369,9 @@ def main(argv: list[str]) -> int:
             if args.clients > 0 and runs:
                 n += 1
                 under_load(corpus, settings, tenant, runs[0], args, progress, out, n)
+            if args.ask:
+                n += 1
+                ask_section(corpus, mems, base.answers if base is not None else None, progress, out, n)
             n += 1
             side_by_side(corpus, runs, base, args.k, out, n)
             lookups = l0_lookups(settings, tenant, corpus)

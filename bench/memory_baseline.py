@@ -110,6 +110,7 @@ class MemoryIndex:
     times: list[datetime]  # each unit's episode's time
     vectors: np.ndarray
     bm25: Any | None  # rank_bm25.BM25Okapi, None when no unit has a token
+    texts: list[str] = field(default_factory=list)  # each unit's text (``answer``)
 
     def rank(self, question_vector: Sequence[float], question_tokens: Sequence[str],
              as_of: str) -> dict[str, list[Session]]:  # fmt: skip
@@ -131,6 +132,20 @@ class MemoryIndex:
         return {name: [self.sessions[i] for i in r[:KEEP]]
                 for name, r in (("fused", fused), ("vector", by_vector), ("bm25", by_text))}  # fmt: skip
 
+    def answer(self, question_vector: Sequence[float], question_tokens: Sequence[str], as_of: str) -> str:
+        """The plain answer: the text of the unit first by the RRF of its vector and BM25 ranks among the units up to
+        ``as_of`` ("" when there is none), what a retriever of units hands an agent."""
+        late = [t > parse_iso(as_of) for t in self.times]
+        units = list(range(len(self.owners)))
+        q = np.asarray(question_vector, dtype=np.float64)
+        cos = self.vectors @ (q / (np.linalg.norm(q) or 1.0)) if units else np.zeros(0)
+        by_text: list[int] = []
+        if self.bm25 is not None and question_tokens:
+            by_text = ranking(_until(list(self.bm25.get_scores(list(question_tokens))), late), units, True)
+        fused = rrf([ranking(_until(cos.tolist(), late), units), by_text])
+        first = next((u for u in fused if not late[u]), None)
+        return "" if first is None else self.texts[first]
+
 
 def _until(scores: Sequence[float], late: Sequence[bool]) -> list[float]:
     """``scores`` with a unit of an episode after the question's ``asOf`` at ``-inf``: never a session's best."""
@@ -145,6 +160,7 @@ class Baseline:
     embed_s: float = 0.0
     cached: int = 0  # of the distinct texts, those whose vectors were read from the cache
     search_ms: list[float] = field(default_factory=list)  # per question: its vector, BM25 and fusion
+    answers: list[str] = field(default_factory=list)  # per question, with ``answers``: ``MemoryIndex.answer``
 
 
 def index_memory(sessions: Sequence[Session], vector_of: Callable[[str], np.ndarray],
@@ -171,13 +187,14 @@ def index_memory(sessions: Sequence[Session], vector_of: Callable[[str], np.ndar
     vectors = np.vstack([vector_of(t) for t in texts]) if texts else np.zeros((0, 1))
     docs = [tokens(t) for t in texts]
     bm25 = BM25Okapi(docs) if any(docs) else None
-    return MemoryIndex(ordered, owners, times, vectors, bm25)
+    return MemoryIndex(ordered, owners, times, vectors, bm25, texts)
 
 
 def run(corpus: Corpus, embedder: Any, batch: int = 256, progress: Callable[[int, int], None] | None = None,
-        cache: VectorCache | None = None) -> Baseline:  # fmt: skip
+        cache: VectorCache | None = None, answers: bool = False) -> Baseline:  # fmt: skip
     """Index every memory of ``corpus`` (each distinct unit text embedded once, or read from ``cache`` when an
-    earlier run of the same model embedded it) and rank every question."""
+    earlier run of the same model embedded it) and rank every question; with ``answers``, each question's plain
+    answer too (``MemoryIndex.answer``)."""
     out = Baseline()
     units = {u.user_id: [session_units(s) for s in u.sessions] for u in corpus.users}
     texts = list(dict.fromkeys(t for per in units.values() for us in per for t in us))
@@ -205,8 +222,11 @@ def run(corpus: Corpus, embedder: Any, batch: int = 256, progress: Callable[[int
     out.results = {name: [] for name in SYSTEMS}
     for q in corpus.questions:
         t = time.perf_counter()
-        ranked = indexes[q.user_id].rank(embedder.embed_query(q.question), tokens(q.question), q.question_date)
+        vector = embedder.embed_query(q.question)
+        ranked = indexes[q.user_id].rank(vector, tokens(q.question), q.question_date)
         out.search_ms.append((time.perf_counter() - t) * 1000)
+        if answers:
+            out.answers.append(indexes[q.user_id].answer(vector, tokens(q.question), q.question_date))
         for name, sessions in ranked.items():
             hits = tuple(RankedHit(s.session_id, parse_iso(s.occurred_at), parse_iso(s.occurred_at)) for s in sessions)
             out.results[name].append(Retrieval(hits))
