@@ -67,9 +67,8 @@ class AskRun:
 
 def _alone(res: Any) -> str | None:
     """The answering hit's text without role prefixes, or an L2 fact's value (None when the search abstained)."""
-    answer_id = res.provenance[-1] if res.provenance else None
-    top = next((h for h in [*res.context, *res.hits] if h.node_id == answer_id and h.layer == res.answer_layer), None)
-    if res.abstained or top is None:
+    top = res.answering_hit()
+    if top is None:
         return None
     return str(top.fact_value) if top.layer == 2 and top.fact_value else strip_roles(top.text)
 

@@ -99,3 +99,12 @@ class SearchResult(View, Generic[Time]):
     # cites: it explains and may answer, but never takes an evidence hit's place (docs/kmms.md, "Evidence first").
     context: list[MemoryHit[Time]] = []
     latency_ms: float
+
+    def answering_hit(self) -> MemoryHit[Time] | None:
+        """The hit the search answers with, what ``ask`` says: the last node of ``provenance``, of ``answer_layer``,
+        among ``context`` and ``hits`` (an L4 hit's node is its episode); None when the search abstained."""
+        answer_id = self.provenance[-1] if self.provenance else None
+        if self.abstained or answer_id is None:
+            return None
+        return next((h for h in [*self.context, *self.hits] if h.node_id == answer_id and h.layer == self.answer_layer),
+                    None)  # fmt: skip

@@ -245,11 +245,8 @@ def router(ctx: Ctx) -> APIRouter:
         """The answering hit's text behind its hedging prefix, with the whole retrieval as evidence;
         no answer (and a low confidence) when nothing in memory is about the question."""
         res = await run_search(who, body)
-        # The search's answer: the last node of its provenance (an L4 hit's node is its episode: its first hit).
-        answer_id = res.provenance[-1] if res.provenance else None
-        top = next((h for h in [*res.context, *res.hits] if h.node_id == answer_id and h.layer == res.answer_layer),
-                   None)  # fmt: skip
-        if res.abstained or top is None:
+        top = res.answering_hit()
+        if top is None:
             return AskOut(answer=None, result=res)
         text = await answer_text(ctx.pool, memory(who, body.user_id, body.thread_id), top)
         return AskOut(answer=f"{res.hedging_prefix} {text}" if res.hedging_prefix else text, result=res)
