@@ -20,6 +20,9 @@ Ties go to the earlier session (time, then the corpus' order); a fused tie to th
 becomes a ``Retrieval`` of one L4 hit per session, scored by ``bench.memory_metrics`` like HiveMem's. A session sent
 as several episodes (a corpus ``Session`` each, one session id: a client that posts each turn as it comes) is one
 session here too: its units are all its episodes', those up to ``asOf``.
+
+With ``--ask`` the baseline also answers each question (``MemoryIndex.answer``): the text of the unit first by the
+same fusion over units instead of sessions, which ``bench.memory_answers`` scores beside ``ask``'s answer.
 """
 
 from __future__ import annotations
