@@ -115,39 +115,41 @@ class MemoryIndex:
     bm25: Any | None  # rank_bm25.BM25Okapi, None when no unit has a token
     texts: list[str] = field(default_factory=list)  # each unit's text (``answer``)
 
-    def rank(self, question_vector: Sequence[float], question_tokens: Sequence[str],
-             as_of: str) -> dict[str, list[Session]]:  # fmt: skip
-        """The sessions ranked by vector, by BM25 and fused (``SYSTEMS``' keys), each by its units up to ``as_of``."""
+    def scores(self, question_vector: Sequence[float], question_tokens: Sequence[str],
+               as_of: str) -> tuple[list[float], list[float] | None]:  # fmt: skip
+        """Each unit's cosine to the question and its BM25 score (None without BM25 or question tokens), a unit of an
+        episode after ``as_of`` at ``-inf``: what ``rank`` and ``answer`` rank."""
         limit = parse_iso(as_of)
         late = [t > limit for t in self.times]
-        candidates = list(range(len(self.sessions)))
-        n = len(self.sessions)
         q = np.asarray(question_vector, dtype=np.float64)
         q = q / (np.linalg.norm(q) or 1.0)
         cos = self.vectors @ q if len(self.owners) else np.zeros(0)
-        by_vector = ranking(best_per_session(_until(cos.tolist(), late), self.owners, n), candidates)
-        by_text: list[int] = []
+        text = None
         if self.bm25 is not None and question_tokens:
-            text = self.bm25.get_scores(list(question_tokens))
-            by_text = ranking(best_per_session(_until(list(text), late), self.owners, n), candidates,
-                              positive_only=True)  # fmt: skip
+            text = _until(list(self.bm25.get_scores(list(question_tokens))), late)
+        return _until(cos.tolist(), late), text
+
+    def rank(self, scores: tuple[list[float], list[float] | None]) -> dict[str, list[Session]]:
+        """The sessions ranked by vector, by BM25 and fused (``SYSTEMS``' keys), each by its best unit's ``scores``."""
+        cos, text = scores
+        candidates = list(range(len(self.sessions)))
+        n = len(self.sessions)
+        by_vector = ranking(best_per_session(cos, self.owners, n), candidates)
+        by_text: list[int] = []
+        if text is not None:
+            by_text = ranking(best_per_session(text, self.owners, n), candidates, positive_only=True)
         fused = rrf([by_vector, by_text])
         return {name: [self.sessions[i] for i in r[:KEEP]]
                 for name, r in (("fused", fused), ("vector", by_vector), ("bm25", by_text))}  # fmt: skip
 
-    def answer(self, question_vector: Sequence[float], question_tokens: Sequence[str], as_of: str) -> str:
-        """The plain answer: the text of the unit first by the RRF of its vector and BM25 ranks among the units up to
-        ``as_of`` ("" when there is none), what a retriever of units hands an agent."""
-        late = [t > parse_iso(as_of) for t in self.times]
+    def answer(self, scores: tuple[list[float], list[float] | None]) -> str:
+        """The plain answer: the text of the unit first by the RRF of its vector and BM25 ranks (``scores``; the units
+        up to the question's ``asOf``), "" when there is none: what a retriever of units hands an agent."""
+        cos, text = scores
         units = list(range(len(self.owners)))
-        q = np.asarray(question_vector, dtype=np.float64)
-        cos = self.vectors @ (q / (np.linalg.norm(q) or 1.0)) if units else np.zeros(0)
-        by_text: list[int] = []
-        if self.bm25 is not None and question_tokens:
-            by_text = ranking(_until(list(self.bm25.get_scores(list(question_tokens))), late), units, True)
-        fused = rrf([ranking(_until(cos.tolist(), late), units), by_text])
-        first = next((u for u in fused if not late[u]), None)
-        return "" if first is None else self.texts[first]
+        by_text = ranking(text, units, positive_only=True) if text is not None else []
+        fused = rrf([ranking(cos, units), by_text])
+        return self.texts[fused[0]] if fused else ""
 
 
 def _until(scores: Sequence[float], late: Sequence[bool]) -> list[float]:
@@ -225,11 +227,12 @@ def run(corpus: Corpus, embedder: Any, batch: int = 256, progress: Callable[[int
     out.results = {name: [] for name in SYSTEMS}
     for q in corpus.questions:
         t = time.perf_counter()
-        vector = embedder.embed_query(q.question)
-        ranked = indexes[q.user_id].rank(vector, tokens(q.question), q.question_date)
+        index = indexes[q.user_id]
+        scores = index.scores(embedder.embed_query(q.question), tokens(q.question), q.question_date)
+        ranked = index.rank(scores)
         out.search_ms.append((time.perf_counter() - t) * 1000)
-        if answers:
-            out.answers.append(indexes[q.user_id].answer(vector, tokens(q.question), q.question_date))
+        if answers:  # from the same unit scores
+            out.answers.append(index.answer(scores))
         for name, sessions in ranked.items():
             hits = tuple(RankedHit(s.session_id, parse_iso(s.occurred_at), parse_iso(s.occurred_at)) for s in sessions)
             out.results[name].append(Retrieval(hits))
