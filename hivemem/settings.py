@@ -200,6 +200,7 @@ def search_config_from_env(env: Mapping[str, str]) -> SearchConfig:
         point_window=flag("HIVEMEM_KMMS_POINT_WINDOW", d.point_window),
         text_dates=flag("HIVEMEM_KMMS_TEXT_DATES", d.text_dates),
         tau=num("HIVEMEM_KMMS_TAU", d.tau),
+        tau_current=num("HIVEMEM_KMMS_TAU_CURRENT", d.tau_current),
         abstain_below=num("HIVEMEM_KMMS_ABSTAIN", d.abstain_below),
     )
 

@@ -1,14 +1,16 @@
 """When retrieval may stop drilling down: the minimum depth a query asks for, and whether a layer suffices.
 
 Retrieval drills L1 -> L2 -> L3 -> L4 (``DRILL_ORDER``) and stops at the first sufficient layer.
-Cheap abstractions answer most questions; the verbatim record is read only when the question needs it.
+A layer above the evidence answers when it is close enough to the question; with all-MiniLM-L6-v2's lower cosines
+at the seed's 0.75, that is seldom, and the evidence answers (docs/kmms.md, the drill).
 
 * Minimum depth by signal words (seed §3.2), strongest first: verbatim ("exactly", "quote", "word for
   word", ...) needs L4; specificity ("specifically", "in detail", "example", ...) needs L3 or deeper;
   general ("tell me about", "overview", ...) and no signal at all are satisfied from L1.
-* A layer at or below the minimum depth is sufficient when its best result has similarity >= tau
-  (default 0.75) and covers the query's entities: every query entity known in L0 is in the result's
-  entity set. Entities L0 has never seen cannot be covered by any layer, so they do not block.
+* A layer at or below the minimum depth is sufficient when its best result has similarity >= tau (default
+  0.75; for a question about the present, an L2 fact's from the lower ``threshold``) and covers the query's
+  entities: every query entity known in L0 is in the result's entity set. Entities L0 has never seen cannot be
+  covered by any layer, so they do not block.
 * Checks run in a fixed order (depth, then similarity, then coverage) and the first failure is the
   reason, so a trace shows why the drill went on.
 """
@@ -75,6 +77,13 @@ def covers(query_entities: Iterable[str], known_in_l0: Iterable[str], result_ent
     known = {e.casefold() for e in known_in_l0}
     have = {e.casefold() for e in result_entities}
     return all(e.casefold() in have for e in query_entities if e.casefold() in known)
+
+
+def threshold(layer: int, tau: float, about_present: bool, tau_current: float) -> float:
+    """The best similarity from which ``layer`` answers: ``tau``; for a question about the present (temporal intent
+    CURRENT, its facts the ones valid now), an L2 fact's from ``tau_current`` when lower. A fact follows a change
+    of value ("I moved to Globex" supersedes "I work at Acme"); the evidence's order does not put the newer first."""
+    return min(tau, tau_current) if layer == 2 and about_present else tau
 
 
 def judge_layer(

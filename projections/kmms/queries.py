@@ -30,7 +30,7 @@ from governance.kmms.confidence import NodeSignals, score
 from governance.kmms.ranking import best_units
 from governance.kmms.search_config import DEFAULT, SearchConfig
 from governance.kmms.strength import is_forgotten, strength_at
-from governance.kmms.sufficiency import judge_layer, min_depth
+from governance.kmms.sufficiency import judge_layer, min_depth, threshold
 from governance.kmms.temporal import TemporalIntent, parse_temporal
 from projections.kmms.context import cited_sessions
 from projections.kmms.nodes import NodeRow, node_candidates
@@ -41,10 +41,12 @@ from projections.verdicts import Refused, poll_verdict, row_or_refusal
 
 FAR_FUTURE = 2**62
 TOLD_LATER_MS = 7 * 86_400_000
-# Calibrated for all-MiniLM-L6-v2, whose question -> statement cosines sit lower than the seed's
-# bge-small (a true match is typically 0.35-0.7): X-17's tau of 0.75 would make no layer ever
-# sufficient. Both are settings (HIVEMEM_KMMS_TAU, HIVEMEM_KMMS_ABSTAIN); docs/kmms.md.
-TAU = 0.40
+# X-17's tau, 0.75. all-MiniLM-L6-v2's question -> statement cosines sit lower than the seed's bge-small (a true
+# match is typically 0.35-0.7), so few layers above the evidence are sufficient and the evidence answers: measured
+# on public conversations, it answers better than a summary or a fact (governance/kmms/search_config.py). A
+# question about the present is answered by a current fact from a lower threshold (``SearchConfig.tau_current``).
+# All are settings (HIVEMEM_KMMS_TAU, HIVEMEM_KMMS_TAU_CURRENT, HIVEMEM_KMMS_ABSTAIN); docs/kmms.md.
+TAU = 0.75
 # The best similarity under which nothing in memory is about the query (HIVEMEM_KMMS_ABSTAIN; docs/kmms.md,
 # "Abstention").
 ABSTAIN_BELOW = 0.30
@@ -279,7 +281,8 @@ async def search(pool: AsyncConnectionPool, m: Memory, sp: SearchParams, cfg: Se
             first = max(at, key=lambda i: round(kept[i].similarity, 4), default=None)
             best = None if first is None else node_hit(first)
         covered = best is not None and all(t in (best.text + " " + (best.entity or "")).lower() for t in terms)
-        v = judge_layer(layer, best.similarity if best else None, covered, floor, sp.tau, floor_reason)
+        tau = threshold(layer, sp.tau, intent.kind == "CURRENT" and not fallback, cfg.tau_current)
+        v = judge_layer(layer, best.similarity if best else None, covered, floor, tau, floor_reason)
         drill.append(LayerStep(layer=layer, sufficient=v.sufficient and best is not None,
                                reason=v.reason if best is not None else "no candidate at this layer",
                                best_similarity=best.similarity if best else None))  # fmt: skip

@@ -110,6 +110,10 @@ def test_current_evolution_and_point_in_time(person: MemoryClient) -> None:
 def test_answers_come_with_confidence_hedging_and_evidence(person: MemoryClient) -> None:
     a = person.ask("Where do I work now?")
     assert a.answer is not None and "Globex" in a.answer and not a.result.abstained
+    # A question about the present: the current fact answers from HIVEMEM_KMMS_TAU_CURRENT (0.40), under tau (0.75).
+    fact = next(s for s in a.result.drill if s.layer == 2)
+    assert a.result.answer_layer == 2 and fact.sufficient and fact.best_similarity is not None
+    assert 0.40 <= fact.best_similarity < 0.75
     assert a.result.hedging_prefix is None or a.answer.startswith(a.result.hedging_prefix)
     nothing = person.ask("What is the name of my pet iguana?")
     assert nothing.result.confidence < 0.5 or nothing.result.abstained

@@ -6,7 +6,16 @@ import math
 
 import pytest
 
-from governance.kmms.sufficiency import DRILL_ORDER, TAU, LayerVerdict, MinDepth, covers, judge_layer, min_depth
+from governance.kmms.sufficiency import (
+    DRILL_ORDER,
+    TAU,
+    LayerVerdict,
+    MinDepth,
+    covers,
+    judge_layer,
+    min_depth,
+    threshold,
+)
 
 
 @pytest.mark.parametrize(
@@ -98,3 +107,18 @@ def test_drill_stops_at_first_sufficient_layer() -> None:
 )
 def test_covers(query: list[str], known: list[str], result: list[str], expected: bool) -> None:
     assert covers(query, known, result) is expected
+
+
+@pytest.mark.parametrize("layer", DRILL_ORDER)
+def test_a_question_about_the_present_lowers_only_the_facts_threshold(layer: int) -> None:
+    assert threshold(layer, 0.75, False, 0.40) == 0.75
+    assert threshold(layer, 0.75, True, 0.40) == (0.40 if layer == 2 else 0.75)
+    assert threshold(layer, 0.30, True, 0.40) == 0.30  # never above tau
+
+
+def test_a_current_fact_at_its_threshold_answers_a_question_about_the_present() -> None:
+    fact = judge_layer(2, 0.45, True, 1, threshold(2, 0.75, True, 0.40))
+    summary = judge_layer(3, 0.45, True, 1, threshold(3, 0.75, True, 0.40))
+    past = judge_layer(2, 0.45, True, 1, threshold(2, 0.75, False, 0.40))
+    assert fact.sufficient and not summary.sufficient and not past.sufficient
+    assert past.reason == "best similarity 0.45 < 0.75"

@@ -51,7 +51,8 @@ def test_the_search_settings_default_to_todays_values() -> None:
     assert (DEFAULT.text_weight, DEFAULT.rrf_k, DEFAULT.split_window, DEFAULT.common_share) == (1.0, 10, 4000, 0.01)
     assert DEFAULT.fact_topic == 0.3 and DEFAULT.window_weight == 2.0
     assert DEFAULT.point_window is True and DEFAULT.text_dates is True
-    assert (DEFAULT.tau, DEFAULT.abstain_below) == (queries.TAU, queries.ABSTAIN_BELOW)
+    assert (DEFAULT.tau, DEFAULT.abstain_below) == (queries.TAU, queries.ABSTAIN_BELOW) == (0.75, 0.30)
+    assert DEFAULT.tau_current == 0.40
     assert DEFAULT.text_neighbours is True and DEFAULT.speaker_names is False and DEFAULT.episode_model is True
     assert DEFAULT.late is True
 
@@ -60,8 +61,8 @@ def test_each_variable_sets_its_knob() -> None:
     env = {"HIVEMEM_KMMS_TEXT_WEIGHT": "0.25", "HIVEMEM_KMMS_RRF_K": "60", "HIVEMEM_KMMS_SPLIT_WINDOW": "1000000000",
            "HIVEMEM_KMMS_COMMON_LEXEME": "1", "HIVEMEM_KMMS_FACT_TOPIC": "0.4", "HIVEMEM_KMMS_WINDOW_WEIGHT": "0",
            "HIVEMEM_KMMS_POINT_WINDOW": "0", "HIVEMEM_KMMS_TEXT_DATES": "0", "HIVEMEM_KMMS_TAU": "0.5",
-           "HIVEMEM_KMMS_ABSTAIN": "0.25", "HIVEMEM_KMMS_TEXT_NEIGHBOURS": "0", "HIVEMEM_KMMS_SPEAKER_NAMES": "1",
-           "HIVEMEM_KMMS_EPISODE_MODEL": "0", "HIVEMEM_KMMS_LATE": "0"}  # fmt: skip
+           "HIVEMEM_KMMS_TAU_CURRENT": "0.3", "HIVEMEM_KMMS_ABSTAIN": "0.25", "HIVEMEM_KMMS_TEXT_NEIGHBOURS": "0",
+           "HIVEMEM_KMMS_SPEAKER_NAMES": "1", "HIVEMEM_KMMS_EPISODE_MODEL": "0", "HIVEMEM_KMMS_LATE": "0"}  # fmt: skip
     cfg = search_config_from_env(env)
     changed = {f.name for f in fields(SearchConfig) if getattr(cfg, f.name) != getattr(DEFAULT, f.name)}
     assert changed == {f.name for f in fields(SearchConfig)}
