@@ -155,3 +155,11 @@ def one_turn(unit_text: str) -> bool:
     of several lines is one turn, ``speaker_lines``). A chat between people sent turn by turn is a run of them; a
     user's round with the assistant's replies holds two turns or more, a note or a document none."""
     return sum(1 for line in unit_text.splitlines() if _SPEAKER.match(line)) == 1
+
+
+def round_piece(unit_text: str) -> bool:
+    """A unit of a conversation that carries on the round of the unit before it: none of its lines opens with a
+    speaker's role. A round longer than a unit (``governance.kmms.units.MAX_CHARS``: most often a long reply) is
+    cut at its paragraphs, and every piece after the first starts mid-round. (A note's or a document's units have
+    no role either: only a conversation's are pieces.)"""
+    return not any(_SPEAKER.match(line) for line in unit_text.splitlines())

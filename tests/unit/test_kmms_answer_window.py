@@ -1,15 +1,23 @@
 """``ask``'s answer from an L4 round (``governance.kmms.answer``): a round that is one turn of a conversation sent
-turn by turn answers with the turns around it, any other round alone; after the day it was said."""
+turn by turn answers with the turns around it, a piece of a round cut into pieces with the pieces of its round
+around it, any other round alone; after the day it was said."""
 
 from __future__ import annotations
 
+import pytest
+
 from governance.kmms.answer import answer_window, evidence_answer, said_on
-from governance.kmms.phrasing import one_turn
+from governance.kmms.phrasing import one_turn, round_piece
 
 ASKS = "user: Caroline: That bowl is gorgeous! Did you make it?"
 BEFORE = "user: Melanie: Here is a photo of my black and white bowl."
 AFTER = "user: Melanie: Yes, in my pottery class last week."
 ROUND = "user: Did you make it?\nassistant: I am an assistant, I make nothing."
+# A user's round whose reply is longer than a unit: the user's line, the reply's opening, then pieces without a role.
+QUESTION = "user: Can you write a campaign plan for the retreats?"
+OPENING = "assistant: Sure, here's a detailed campaign plan for the retreats."
+BUDGET = "Budget: 2,000 dollars for the creators' fees."
+TIMELINE = "Timeline: outreach in April, visits through May."
 
 
 def test_one_turn_counts_the_lines_that_open_with_a_speaker() -> None:
@@ -18,24 +26,51 @@ def test_one_turn_counts_the_lines_that_open_with_a_speaker() -> None:
     assert not one_turn("A note without any speaker.") and not one_turn("")
 
 
-def test_a_turn_answers_with_the_turns_before_and_after_it() -> None:
-    assert answer_window(BEFORE, ASKS, AFTER) == (
+def test_a_round_piece_has_no_line_that_opens_with_a_speaker() -> None:
+    assert round_piece(BUDGET) and round_piece("Two lines\nof the reply, neither a turn's start.")
+    assert not round_piece(OPENING) and not round_piece(ROUND) and not round_piece("intro\nassistant: Sure.")
+
+
+@pytest.mark.parametrize("conversation", [True, False])
+def test_a_turn_answers_with_the_turns_before_and_after_it(conversation: bool) -> None:
+    assert answer_window(BEFORE, ASKS, AFTER, conversation) == (
         "Melanie: Here is a photo of my black and white bowl.\n"
         "Caroline: That bowl is gorgeous! Did you make it?\n"
         "Melanie: Yes, in my pottery class last week."
     )
-    assert answer_window(None, ASKS, AFTER) == "Caroline: That bowl is gorgeous! Did you make it?\n" + AFTER[6:]
-    assert answer_window(None, ASKS, None) == ASKS[6:]  # an episode of one turn
+    assert (
+        answer_window(None, ASKS, AFTER, conversation)
+        == "Caroline: That bowl is gorgeous! Did you make it?\n" + (AFTER[6:])
+    )
+    assert answer_window(None, ASKS, None, conversation) == ASKS[6:]  # an episode of one turn
 
 
 def test_a_round_of_several_turns_or_a_neighbour_that_is_one_answers_alone() -> None:
-    assert answer_window(BEFORE, ROUND, AFTER) == "Did you make it?\nI am an assistant, I make nothing."
-    assert answer_window(ROUND, ASKS, "A note.") == ASKS[6:]  # neighbours that are no single turn are left out
+    assert answer_window(BEFORE, ROUND, AFTER, True) == "Did you make it?\nI am an assistant, I make nothing."
+    assert answer_window(ROUND, ASKS, QUESTION + "\nassistant: Sure.", True) == ASKS[6:]  # two turns: left out
+
+
+def test_a_piece_of_a_long_round_answers_with_the_pieces_of_its_round_around_it() -> None:
+    opening, budget, timeline = OPENING[11:], BUDGET, TIMELINE
+    # the reply's opening: the user's turn before it (a turn too), the piece after it (it carries on the round)
+    assert answer_window(QUESTION, OPENING, BUDGET, True) == f"{QUESTION[6:]}\n{opening}\n{budget}"
+    # a piece in the middle, and the last one: the pieces before and after it are its round's
+    assert answer_window(OPENING, BUDGET, TIMELINE, True) == f"{opening}\n{budget}\n{timeline}"
+    assert answer_window(BUDGET, TIMELINE, None, True) == f"{budget}\n{timeline}"
+    # the next round is not the piece's: its user's turn opens it
+    assert answer_window(BUDGET, TIMELINE, "user: Thanks!\nassistant: You're welcome.", True) == f"{budget}\n{timeline}"
+    # a round of two turns cut after the user's line and the reply's start: the next piece carries it on
+    assert answer_window(None, QUESTION + "\n" + OPENING, BUDGET, True) == f"{QUESTION[6:]}\n{opening}\n{budget}"
+
+
+def test_a_paragraph_of_a_note_answers_alone() -> None:
+    assert answer_window("The first paragraph.", "The second.", "The third.", False) == "The second."
 
 
 def test_an_evidence_answer_opens_with_the_day_it_was_said_in_utc() -> None:
     may_8 = 1683587700000  # 2023-05-08T23:15:00Z
     assert said_on(may_8) == "[8 May 2023]" and said_on(may_8 + 3_600_000) == "[9 May 2023]"  # UTC's day
     assert said_on(0) == "[1 January 1970]" and said_on(-86_400_000) == "[31 December 1969]"
-    assert evidence_answer(None, ASKS, AFTER, may_8) == "[8 May 2023] " + answer_window(None, ASKS, AFTER)
-    assert evidence_answer(BEFORE, ROUND, None, None) == answer_window(BEFORE, ROUND, None)  # no day known
+    assert evidence_answer(None, ASKS, AFTER, may_8, True) == "[8 May 2023] " + answer_window(None, ASKS, AFTER, True)
+    assert evidence_answer(BEFORE, ROUND, None, None, True) == answer_window(BEFORE, ROUND, None, True)  # no day
+    assert evidence_answer(OPENING, BUDGET, None, may_8, True) == f"[8 May 2023] {OPENING[11:]}\n{BUDGET}"
