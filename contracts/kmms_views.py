@@ -63,7 +63,7 @@ class MemoryHit(View, Generic[Time]):
     # A fact a later episode among the hits may have changed (``newer_evidence``): that episode's id.
     outdated_by: str | None = None
     logged_at: Time | None = None
-    # An L4 hit's round (its unit id, ``<episode id>#<n>``), for ``ask``'s answer (the turns around it); not in the
+    # An L4 hit's round (its unit id, ``<episode id>#<n>``), for ``ask``'s answer (the units around it); not in the
     # JSON: the server's own, set where the hit is built.
     _round_id: str | None = PrivateAttr(default=None)
 

@@ -200,7 +200,7 @@ def _hit_from_unit(u: UnitHit, now: int) -> MemoryHit:
                     modifiers=[(name, d) for name, d in c.modifiers], text=u.text, episode_id=u.episode_id,
                     session_id=u.session_id, thread_id=u.thread_id or None, occurred_at=u.occurred_at,
                     valid_from=u.occurred_at, logged_at=u.logged_at)  # fmt: skip
-    hit._round_id = u.unit_id  # ask's answer reads the turns around it (projections.kmms.answer)
+    hit._round_id = u.unit_id  # ask's answer reads the units around it (projections.kmms.answer)
     return hit
 
 
