@@ -242,8 +242,9 @@ def router(ctx: Ctx) -> APIRouter:
     @r.post("/api/v1/memory/ask", response_model=AskOut, response_model_by_alias=True,
             responses=error_responses(400, 401, 403, 422, 503))  # fmt: skip
     async def ask(who: Who, body: SearchIn) -> AskOut:
-        """The answering hit's text behind its hedging prefix, with the whole retrieval as evidence;
-        no answer (and a low confidence) when nothing in memory is about the question."""
+        """The answering hit behind its hedging prefix: a fact's value, or an evidence round after the day it was
+        said, with the turns or the pieces of its round around it (docs/kmms.md, "What `ask` says"); the whole
+        retrieval as evidence; no answer (and a low confidence) when nothing in memory is about the question."""
         res = await run_search(who, body)
         top = res.answering_hit()
         if top is None:
