@@ -31,7 +31,7 @@ from rich.table import Table
 from bench.figures import dist
 from bench.memory_corpus import Corpus
 from bench.memory_run import COLUMNS
-from governance.kmms.phrasing import strip_roles
+from governance.kmms.answer import plain_answer
 
 K = 5  # ask's default
 STOP = frozenset(("a", "an", "the", "of", "to", "in", "on", "at", "for", "and", "or", "is", "was", "were", "be",
@@ -69,9 +69,7 @@ class AskRun:
 def _alone(res: Any) -> str | None:
     """The answering hit's text without role prefixes, or an L2 fact's value (None when the search abstained)."""
     top = res.answering_hit()
-    if top is None:
-        return None
-    return str(top.fact_value) if top.layer == 2 and top.fact_value else strip_roles(top.text)
+    return None if top is None else plain_answer(top.layer, top.fact_value, top.text)
 
 
 def run_ask(corpus: Corpus, mems: dict[str, Any], console: Console) -> AskRun:

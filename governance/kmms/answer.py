@@ -16,6 +16,11 @@ from datetime import UTC, datetime
 from governance.kmms.phrasing import one_turn, round_piece, strip_roles
 
 
+def plain_answer(layer: int, fact_value: str | None, text: str) -> str:
+    """A hit's answer read alone: an L2 fact's value, else its text without role prefixes."""
+    return fact_value if layer == 2 and fact_value else strip_roles(text)
+
+
 def answer_window(before: str | None, round_text: str, after: str | None, conversation: bool) -> str:
     """An L4 unit's words without role prefixes, with the units just before and after it in its episode that read
     with it, one per line:

@@ -10,9 +10,8 @@ from typing import NamedTuple
 from psycopg_pool import AsyncConnectionPool
 
 from contracts.kmms_views import MemoryHit
-from governance.kmms.answer import evidence_answer
+from governance.kmms.answer import evidence_answer, plain_answer
 from governance.kmms.late import neighbours
-from governance.kmms.phrasing import strip_roles
 from projections.kmms.search import Memory
 from projections.queries import tenant_tx
 
@@ -45,9 +44,7 @@ async def answer_text(pool: AsyncConnectionPool, m: Memory, hit: MemoryHit[int])
     """``ask``'s answer from its answering ``hit`` (hedging prefix not included): an L2 fact's value; an L4 round
     after its day, with the units around it that read with it (``evidence_answer``); else the hit's text without
     role prefixes."""
-    if hit.layer == 2 and hit.fact_value:
-        return hit.fact_value
     if hit.layer != 4:
-        return strip_roles(hit.text)
+        return plain_answer(hit.layer, hit.fact_value, hit.text)
     near = Around(None, None, False) if hit._round_id is None else await around(pool, m, hit._round_id)
     return evidence_answer(near.before, hit.text, near.after, hit.occurred_at, near.conversation)

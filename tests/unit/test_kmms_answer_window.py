@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from governance.kmms.answer import answer_window, evidence_answer, said_on
+from governance.kmms.answer import answer_window, evidence_answer, plain_answer, said_on
 from governance.kmms.phrasing import one_turn, round_piece
 
 ASKS = "user: Caroline: That bowl is gorgeous! Did you make it?"
@@ -74,3 +74,9 @@ def test_an_evidence_answer_opens_with_the_day_it_was_said_in_utc() -> None:
     assert evidence_answer(None, ASKS, AFTER, may_8, True) == "[8 May 2023] " + answer_window(None, ASKS, AFTER, True)
     assert evidence_answer(BEFORE, ROUND, None, None, True) == answer_window(BEFORE, ROUND, None, True)  # no day
     assert evidence_answer(OPENING, BUDGET, None, may_8, True) == f"[8 May 2023] {OPENING[11:]}\n{BUDGET}"
+
+
+def test_a_hit_read_alone_is_a_facts_value_or_its_text_without_roles() -> None:
+    assert plain_answer(2, "Globex", "user: I work at Globex now.") == "Globex"
+    assert plain_answer(2, None, "user: I work at Globex now.") == "I work at Globex now."
+    assert plain_answer(3, "ignored", ROUND) == "Did you make it?\nI am an assistant, I make nothing."
