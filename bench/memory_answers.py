@@ -8,10 +8,11 @@ scored against each question's gold answer, beside the plain baseline's answer f
   says: a longer answer holds more words, so each figure is read beside the others of the same run.
 * Three answers per question: HiveMem's ``ask`` as a user gets it (hedging prefix, the answering hit: an L4 round
   after its day and, when it is one turn of a conversation sent turn by turn, with the turns around it, when it is
-  a piece of a round cut into pieces, with its round's pieces around it; an L2 fact's value;
-  ``governance/kmms/answer.py``); the answering hit alone, its text without role prefixes (or the
-  fact's value), which is what ``ask`` said before 2026-12-06; and the baseline's, the text of its first unit by the
-  RRF of its vector and BM25 ranks (``bench.memory_baseline.MemoryIndex.answer``).
+  a piece of a round cut into pieces, with its round's pieces around it; then the best hit of another session
+  about the question too, read the same way; an L2 fact's value; ``governance/kmms/answer.py``); the answering hit
+  alone, its text without role prefixes (or the fact's value), which is what ``ask`` said before 2026-12-06; and the
+  baseline's, the text of its first unit by the RRF of its vector and BM25 ranks
+  (``bench.memory_baseline.MemoryIndex.answer``).
 """
 
 from __future__ import annotations

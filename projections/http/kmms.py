@@ -27,7 +27,7 @@ from projections.http.kmms_messages import Message
 from projections.http.limits import Asks, Clean
 from projections.kmms import model_switch as switch
 from projections.kmms import queries as q
-from projections.kmms.answer import answer_text
+from projections.kmms.answer import answer_text, runner_up_hit
 from projections.kmms.erasures import ErasureRecord, erasures, wait_erasure
 from projections.kmms.model_switch import ServingModel
 from projections.kmms.search import Memory
@@ -243,13 +243,15 @@ def router(ctx: Ctx) -> APIRouter:
             responses=error_responses(400, 401, 403, 422, 503))  # fmt: skip
     async def ask(who: Who, body: SearchIn) -> AskOut:
         """The answering hit behind its hedging prefix: a fact's value, or an evidence round after the day it was
-        said, with the turns or the pieces of its round around it (docs/kmms.md, "What `ask` says"); the whole
-        retrieval as evidence; no answer (and a low confidence) when nothing in memory is about the question."""
+        said, with the turns or the pieces of its round around it, then the best hit of another session about the
+        question too (docs/kmms.md, "What `ask` says"); the whole retrieval as evidence; no answer (and a low
+        confidence) when nothing in memory is about the question."""
         res = await run_search(who, body)
         top = res.answering_hit()
         if top is None:
             return AskOut(answer=None, result=res)
-        text = await answer_text(ctx.pool, memory(who, body.user_id, body.thread_id), top)
+        other = runner_up_hit(res, top, abstain)  # an evidence answer's runner-up of another session, if about it
+        text = await answer_text(ctx.pool, memory(who, body.user_id, body.thread_id), top, other)
         return AskOut(answer=f"{res.hedging_prefix} {text}" if res.hedging_prefix else text, result=res)
 
     @r.post("/api/v1/memory/erase", response_model=EraseOut, response_model_by_alias=True,

@@ -9,6 +9,8 @@ import uuid
 
 import pytest
 
+from governance.kmms.phrasing import strip_roles
+from governance.kmms.search_config import DEFAULT
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
 from tests.integration.kmms_support import memory
@@ -64,14 +66,20 @@ def planner(stack: Stack) -> MemoryClient:
 
 
 def _said(mem: MemoryClient, question: str) -> tuple[str, str]:
-    """What ``ask`` said without its hedging prefix, and the text of the hit it answered with."""
+    """What ``ask`` said of its answering hit (without its hedging prefix, and without the runner-up of the other
+    session that follows it when that one is about the question too), and the text of the hit it answered with."""
     got = mem.ask(question, k=5, as_of=AS_OF)
     res = got.result
     top = res.answering_hit()
     assert got.answer is not None and top is not None and res.answer_layer == 4, question
     prefix = f"{res.hedging_prefix} " if res.hedging_prefix else ""
     assert got.answer.startswith(prefix), question
-    return got.answer[len(prefix) :], top.text
+    said = got.answer[len(prefix) :]
+    other = [h for h in res.hits if h.session_id != top.session_id and h.similarity >= DEFAULT.abstain_below]
+    if other:  # the other session's best hit, after its day, on the lines after the answer's
+        said, _, rest = said.partition(f"\n[{'3' if other[0].session_id == 's-note' else '2'} April 2026] ")
+        assert strip_roles(other[0].text).split("\n")[-1] in rest, question
+    return said, top.text
 
 
 def test_a_piece_of_a_long_reply_answers_with_the_pieces_of_its_round_around_it(planner: MemoryClient) -> None:

@@ -5,6 +5,7 @@ as it did."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from governance import token_states
 from governance.kmms import ranking
+from governance.kmms.search_config import DEFAULT
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
 from tests.integration.kmms_support import memory, search_in_process
@@ -149,8 +151,10 @@ def _turns_around(text: str) -> str:
 def test_ask_answers_a_turn_with_the_turns_around_it(friends: MemoryClient) -> None:
     # A turn alone is often a question whose answer is the next turn ("What game were you playing?" -> "A racing
     # game..."): `ask` answers with the answering round and the turns before and after it in its episode, each
-    # without its role, after the day it was said (governance/kmms/answer.py). The search's hits are unchanged.
-    windows = 0
+    # without its role, after the day it was said (governance/kmms/answer.py); then, read the same way, the first
+    # hit of another session that is about the question too (its similarity at least the abstention threshold).
+    # The search's hits are unchanged.
+    windows = runners_up = 0
     for question in (QUESTION, "Which game did Nate win with?", "What did the dog chew?",
                      "What would Nate recommend for a rainy day?"):  # fmt: skip
         got = friends.ask(question, k=5, as_of=AS_OF)
@@ -158,8 +162,23 @@ def test_ask_answers_a_turn_with_the_turns_around_it(friends: MemoryClient) -> N
         assert not res.abstained and res.answer_layer == 4, question
         top = next(h for h in res.hits if h.node_id == res.provenance[-1])
         shown = _turns_around(top.text)
+        other = [h for h in res.hits if h.session_id != top.session_id and h.similarity >= DEFAULT.abstain_below]
+        shown += f"\n{_turns_around(other[0].text)}" if other else ""
         assert got.answer == (f"{res.hedging_prefix} {shown}" if res.hedging_prefix else shown), question
         windows += "\n" in shown
+        runners_up += bool(other)
     assert windows == 4  # every session holds two turns: each answer shows both
-    won = friends.ask("Which game did Nate win with?", k=5, as_of=AS_OF).answer
-    assert won is not None and "A racing game on the console" in won
+    assert 1 <= runners_up < 4  # the board games are told in two sessions; the dog chewed in one
+
+
+def test_ask_answers_a_question_told_in_two_sessions_with_both(friends: MemoryClient) -> None:
+    # The board games Nate played are told in two sessions (Chess after the party, Catan later), and the racing game
+    # he won with in a third: `ask` says the answering session's turns, then those of the first hit of another
+    # session that is about the question too, each after its day. A board game is named either way.
+    got = friends.ask(QUESTION, k=5, as_of=AS_OF)
+    assert got.answer is not None and ("Chess" in got.answer or "Catan" in got.answer)
+    days = re.findall(r"\[(\d+ May 2026)\]", got.answer)
+    assert len(days) == 2 and days[0] != days[1]  # two sessions, each once
+    # Nothing but the dog's session is about what the dog chewed: its answer is that session's alone.
+    dog = friends.ask("What did the dog chew?", k=5, as_of=AS_OF).answer
+    assert dog is not None and re.findall(r"\[(\d+ May 2026)\]", dog) == ["5 May 2026"] and "shoes" in dog

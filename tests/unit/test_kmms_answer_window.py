@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from governance.kmms.answer import answer_window, evidence_answer, plain_answer, said_on
+from governance.kmms.answer import answer_window, evidence_answer, plain_answer, runner_up, said_on, with_runner_up
 from governance.kmms.phrasing import one_turn, round_piece
 
 ASKS = "user: Caroline: That bowl is gorgeous! Did you make it?"
@@ -80,3 +80,22 @@ def test_a_hit_read_alone_is_a_facts_value_or_its_text_without_roles() -> None:
     assert plain_answer(2, "Globex", "user: I work at Globex now.") == "Globex"
     assert plain_answer(2, None, "user: I work at Globex now.") == "I work at Globex now."
     assert plain_answer(3, "ignored", ROUND) == "Did you make it?\nI am an assistant, I make nothing."
+
+
+def test_the_runner_up_is_the_first_hit_of_another_session_about_the_question() -> None:
+    hits = [("s1", 0.62), ("s1", 0.55), ("s2", 0.21), ("s3", 0.44), ("s4", 0.50)]
+    assert runner_up(hits, "s1", 0.30) == 3  # s2's hit is under the threshold: not about the question
+    assert runner_up(hits, "s1", 0.20) == 2  # the ranking's order, not the closest (s4 is closer than s2 and s3)
+    assert runner_up(hits, "s3", 0.30) == 0  # an answer from below the first hit: the first hit is of another session
+    assert runner_up(hits, "s1", 0.70) is None and runner_up([("s1", 0.9)], "s1", 0.3) is None
+    assert runner_up([], "s1", 0.3) is None
+    assert runner_up(hits, "s1", 0.44) == 3  # at the threshold is about it
+
+
+def test_ask_says_the_runner_up_after_the_answer_on_a_line_of_its_own() -> None:
+    assert (
+        with_runner_up("[8 May 2023] I paint.", "[9 May 2023] A sunset.")
+        == "[8 May 2023] I paint.\n[9 May 2023] A sunset."
+    )
+    assert with_runner_up("[8 May 2023] I paint.", None) == "[8 May 2023] I paint."
+    assert with_runner_up("[8 May 2023] I paint.", "") == "[8 May 2023] I paint."
