@@ -68,9 +68,10 @@ def runner_up(hits: Sequence[tuple[str | None, float]], answer_session: str | No
     after the answering hit: the first hit is the right one on about two questions in three (LoCoMo's recall@1 0.69),
     and a question of several sessions ("What books has Tim read?") holds its parts in several. Chosen on LoCoMo
     (k = 5, the gold answer's words the answer holds, every question): 0.504 -> 0.564, against 0.517 with a unit of
-    the memory drawn at random in its place (a length control); held out, REALTALK 0.318 -> 0.378 (control 0.341)
-    and BEAM 100K 0.390 -> 0.505 (control 0.455). Without the threshold (any other session's first hit): 0.578,
-    0.394 and 0.510, with answers 9-23 % longer on the first two (docs/kmms-measurements.md)."""
+    the memory drawn at random in its place (a length control); held out, REALTALK 0.318 -> 0.378 (control 0.341),
+    BEAM 100K 0.390 -> 0.505 (control 0.455) and RealMem 0.269 -> 0.371 (control 0.324). Without the threshold (any
+    other session's first hit): 0.578, 0.394 and 0.510 on the first three, with answers 9-23 % longer on the first
+    two (docs/kmms-measurements.md)."""
     for i, (session, similarity) in enumerate(hits):
         if session != answer_session and similarity >= about:
             return i
