@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from governance.kmms.answer import runner_up
 from governance.kmms.phrasing import strip_roles
 from governance.kmms.search_config import DEFAULT
 from hivemem.stack import Stack
@@ -75,10 +76,11 @@ def _said(mem: MemoryClient, question: str) -> tuple[str, str]:
     prefix = f"{res.hedging_prefix} " if res.hedging_prefix else ""
     assert got.answer.startswith(prefix), question
     said = got.answer[len(prefix) :]
-    other = [h for h in res.hits if h.session_id != top.session_id and h.similarity >= DEFAULT.abstain_below]
-    if other:  # the other session's best hit, after its day, on the lines after the answer's
-        said, _, rest = said.partition(f"\n[{'3' if other[0].session_id == 's-note' else '2'} April 2026] ")
-        assert strip_roles(other[0].text).split("\n")[-1] in rest, question
+    i = runner_up([(h.session_id, h.similarity) for h in res.hits], top.session_id, DEFAULT.abstain_below)
+    if i is not None:  # the other session's best hit, after its day, on the lines after the answer's
+        other = res.hits[i]
+        said, _, rest = said.partition(f"\n[{'3' if other.session_id == 's-note' else '2'} April 2026] ")
+        assert strip_roles(other.text).split("\n")[-1] in rest, question
     return said, top.text
 
 
