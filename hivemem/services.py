@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from deploy.process import die_with_parent
 from governance.gate.checks import GateConfig
 from governance.identity import DeploymentKeys
+from hivemem.blas import one_blas_thread
 from hivemem.settings import Settings
 from projections.caml.read_model import CamlProjection
 from projections.clam.read_model import ClamProjection
@@ -281,6 +282,7 @@ def run_api(settings: Settings) -> None:
 def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     die_with_parent()
+    one_blas_thread()
     settings = Settings.from_env()
     which = argv[0] if argv else ""
     if which == "gate":
