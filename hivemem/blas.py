@@ -2,11 +2,12 @@
 
 numpy's wheels link OpenBLAS, which starts a worker thread per core and, after each matrix product, keeps them
 spinning for more work. HiveMem's products are small (the late reading's question word pieces against a hundred
-rounds' in ``governance/kmms/late.py``, a batch's vectors in consolidation): one core does each in microseconds,
-and the spinning workers only take the cores that Postgres, the embedder and the event loop need. Measured on
-a 2-vCPU EPYC serving LoCoMo's 1,532 questions (k = 50) through the API, one search cost the API process 42.8 ms
-of CPU with OpenBLAS's own threads and 17.7 ms with one; four callers at once were answered 32.2 searches a second
-against 41.7 (docs/performance.md, "2026-12-06: one BLAS thread").
+rounds' in ``governance/kmms/late.py``, a round's token states projected in ``governance/token_states.py``): one
+core does each in microseconds, and the spinning workers only take the cores that Postgres, the embedder and the
+event loop need. Measured on a 2-vCPU EPYC serving LoCoMo's 1,532 questions (k = 50) through the API, one search
+cost the API process 37.7-42.8 ms of CPU with OpenBLAS's own threads and 17.7-21.2 ms with one; on a new stack,
+four callers at once were answered 41.7 searches a second against 51.3 (docs/performance.md, "2026-12-06: one
+BLAS thread").
 
 ``threadpoolctl`` sets the limit on the libraries a process has loaded, so numpy is imported first.
 """
