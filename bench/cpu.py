@@ -97,6 +97,12 @@ def python_speed() -> str:
     return f"pure-Python calibration {1000 * best:.1f} ms (300,000 loop steps, best of 5; lower is faster)"
 
 
+def per_item(spent: dict[str, float], count: int) -> str:
+    """Each process's CPU milliseconds per item, largest first ("api 17.9, postgres 14.2"); under 0.05 ms left out."""
+    ms = sorted(((name, 1000 * s / max(count, 1)) for name, s in spent.items()), key=lambda t: -t[1])
+    return ", ".join(f"{name} {v:.1f}" for name, v in ms if v >= 0.05) or "none"
+
+
 def report(spent: dict[str, float], count: int, wall_s: float) -> list[str]:
     """Lines: each process's CPU seconds, its share of the wall time, and microseconds per item."""
     lines = [f"  {'process':<22}{'CPU s':>8}{'% of one core':>15}{'us/envelope':>13}"]

@@ -17,7 +17,8 @@ evidence sessions. This bench:
 4. for each ``--modes`` (hybrid, vector, text): every question searched with ``as_of`` = its question date, scored
    by ``bench.memory_metrics`` per category, for the point-in-time questions, and overall (session recall@1/5/10,
    any-hit, NDCG@10, current-vs-superseded, future leaks, abstention / false abstention), with the search latency
-   p50/p95/p99 (client and server-reported). An L1-L3 node hit counts for the sessions of the episodes it cites
+   p50/p95/p99 (client and server-reported) and, on the temporary stack, the CPU each of its processes spent a
+   search (``bench.cpu``: a thread that spins shows there, not in one caller's latency). An L1-L3 node hit counts for the sessions of the episodes it cites
    (``--node-hits cite``, the default; ``skip``: L4 hits only);
 5. HiveMem's modes beside the baseline (``bench.memory_compare``): recall@5/@10 and NDCG@10 per category and
    overall, and by how much each mode beats or trails the baseline; with ``--ask``, what ``ask`` says, scored by
@@ -46,6 +47,7 @@ from rich.markup import escape
 from rich.progress import Progress
 
 from bench import BENCHES, memory_baseline, memory_compare, vector_cache
+from bench.cpu import CpuSample, per_item
 from bench.figures import dist, load, percentile
 from bench.memory_answers import ask_section
 from bench.memory_corpus import SHAPES, Corpus
@@ -68,18 +70,19 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 @contextlib.contextmanager
-def stack(existing: bool) -> Iterator[tuple[Settings, str]]:
-    """(settings, tenant): the running stack's (its first tenant unless HIVEMEM_BENCH_TENANT), or a temporary one."""
+def stack(existing: bool) -> Iterator[tuple[Settings, str, dict[str, int]]]:
+    """(settings, tenant, pids): the running stack's (its first tenant unless HIVEMEM_BENCH_TENANT; no pids), or a
+    temporary one's, with its processes by name (``bench.temp_stack.stack_pids``)."""
     if existing:
         settings = Settings.from_env()
         tenant = os.environ.get("HIVEMEM_BENCH_TENANT") or next(iter(settings.load_config().tenants))
         httpx.get(f"http://{settings.api_host}:{settings.api_port}/healthz", timeout=5).raise_for_status()
-        yield settings, tenant
+        yield settings, tenant, {}
         return
-    from bench.temp_stack import temporary_stack
+    from bench.temp_stack import running_stack, stack_pids
 
-    with temporary_stack({TENANT: True}, {TENANT: "enterprise"}) as settings:
-        yield settings, TENANT
+    with running_stack({TENANT: True}, {TENANT: "enterprise"}) as s:
+        yield s.settings, TENANT, stack_pids(s)
 
 
 def scale(settings: Settings, tenant: str, corpus: Corpus, mems: dict[str, Any], args: argparse.Namespace,
@@ -333,7 +336,7 @@ def main(argv: list[str]) -> int:
                   f"sessions up to the question's asOf")  # fmt: skip
 
     existing = args.existing or args.skip_ingest
-    with stack(existing) as (settings, tenant):
+    with stack(existing) as (settings, tenant, pids):
         mems = open_memories(settings, tenant, [u.user_id for u in corpus.users])
         try:
             where = "the running stack" if existing else "a temporary stack"
@@ -355,7 +358,9 @@ def main(argv: list[str]) -> int:
             n = 2
             runs: list[ModeRun] = []
             for n, mode in enumerate(modes, start=3):
+                before = CpuSample.take(pids)
                 run = run_mode(corpus, mems, mode, args.k, progress, args.node_hits)
+                spent = CpuSample.take(pids).since(before)
                 runs.append(run)
                 if args.dump:
                     dump(args.dump, corpus, run)
@@ -364,6 +369,10 @@ def main(argv: list[str]) -> int:
                           + (f"  errors: {dict(run.errors)}" if run.errors else ""))  # fmt: skip
                 out.print(f"   search latency, client (HTTP)   {dist(run.client_ms)}")
                 out.print(f"   search latency, server-reported {dist(run.server_ms)}")
+                if pids:  # the temporary stack's processes (a spinning thread shows here, not in the latency)
+                    asked = len(run.results) + min(5, len(corpus.questions))  # with run_mode's warm-up
+                    out.print(f"   CPU ms a search, by process (the stack's; this one's not counted): "
+                              f"{per_item(spent, asked)}")  # fmt: skip
                 out.print(table(mode, groups, args.k))
                 out.print(f"   {context_recall(corpus, run)}")
             if args.clients > 0 and runs:

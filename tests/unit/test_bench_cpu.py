@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cpu import cpu_model, python_speed
+from bench.cpu import cpu_model, per_item, python_speed
 
 
 @pytest.mark.skipif(not Path("/proc/cpuinfo").exists(), reason="Linux /proc only")
@@ -25,3 +25,9 @@ def test_the_cpu_is_named_with_its_family_model_and_clock() -> None:
 def test_python_speed_is_a_time_in_milliseconds() -> None:
     m = re.search(r"calibration (\d+\.\d) ms", python_speed())
     assert m is not None and 0 < float(m.group(1)) < 10_000
+
+
+def test_the_memory_bench_prints_each_processs_cpu_per_search_largest_first() -> None:
+    spent = {"api": 1.71, "postgres": 1.27, "kafka": 0.18, "gate": 0.004}  # seconds over 100 searches
+    assert per_item(spent, 100) == "api 17.1, postgres 12.7, kafka 1.8"  # gate's 0.04 ms left out
+    assert per_item({"api": 0.0}, 100) == "none"
