@@ -18,8 +18,8 @@ evidence sessions. This bench:
    by ``bench.memory_metrics`` per category, for the point-in-time questions, and overall (session recall@1/5/10,
    any-hit, NDCG@10, current-vs-superseded, future leaks, abstention / false abstention), with the search latency
    p50/p95/p99 (client and server-reported) and, on the temporary stack, the CPU each of its processes spent a
-   search (``bench.cpu``: a thread that spins shows there, not in one caller's latency). An L1-L3 node hit counts for the sessions of the episodes it cites
-   (``--node-hits cite``, the default; ``skip``: L4 hits only);
+   search (``bench.cpu``: a thread that spins shows there, not in one caller's latency). An L1-L3 node hit counts
+   for the sessions of the episodes it cites (``--node-hits cite``, the default; ``skip``: L4 hits only);
 5. HiveMem's modes beside the baseline (``bench.memory_compare``): recall@5/@10 and NDCG@10 per category and
    overall, and by how much each mode beats or trails the baseline; with ``--ask``, what ``ask`` says, scored by
    the gold answers' words beside the baseline's first unit (``bench.memory_answers``).
