@@ -199,8 +199,8 @@ def test_harness_runs_end_to_end_on_a_fake_memory(monkeypatch: pytest.MonkeyPatc
     import bench.memory as bm
 
     @contextlib.contextmanager
-    def no_stack(existing: bool) -> Iterator[tuple[None, str]]:
-        yield None, "t"
+    def no_stack(existing: bool) -> Iterator[tuple[None, str, dict[str, int]]]:
+        yield None, "t", {}
 
     monkeypatch.setattr(bm, "stack", no_stack)
     monkeypatch.setattr(bm, "open_memories", lambda settings, tenant, users: {u: _FakeMemory() for u in users})
