@@ -98,6 +98,8 @@ class SearchResult(View, Generic[Time]):
     # What consolidation derived (L1-L3: abstractions, facts, summaries), best first, each with the sessions it
     # cites: it explains and may answer, but never takes an evidence hit's place (docs/kmms.md, "Evidence first").
     context: list[MemoryHit[Time]] = []
+    # The search's own time once the question is embedded (ms): the question's embedding (about 3 ms on one core)
+    # and the request's handling are not in it.
     latency_ms: float
 
     def answering_hit(self) -> MemoryHit[Time] | None:
