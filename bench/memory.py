@@ -58,7 +58,7 @@ from bench.memory_metrics import (
 )
 from bench.memory_public import DATASETS, ROLES, categories, load_corpus, locomo_note
 from bench.memory_report import context_recall, dump, gold, score_run, table
-from bench.memory_run import COLUMNS, ModeRun, ingest, run_mode, run_under_load
+from bench.memory_run import COLUMNS, WARM_UP, ModeRun, ingest, run_mode, run_under_load
 from bench.memory_sdk import NODE_HITS, l0_lookups, open_memories, sdk_close
 from bench.pii import cpu_model
 from bench.replay import timed_replay
@@ -370,7 +370,7 @@ def main(argv: list[str]) -> int:
                 out.print(f"   search latency, client (HTTP)   {dist(run.client_ms)}")
                 out.print(f"   search latency, server-reported {dist(run.server_ms)}")
                 if pids:  # the temporary stack's processes (a spinning thread shows here, not in the latency)
-                    asked = len(run.results) + min(5, len(corpus.questions))  # with run_mode's warm-up
+                    asked = len(run.results) + min(WARM_UP, len(corpus.questions))  # with run_mode's warm-up
                     out.print(f"   CPU ms a search, by process (the stack's; this one's not counted): "
                               f"{per_item(spent, asked)}")  # fmt: skip
                 out.print(table(mode, groups, args.k))

@@ -117,11 +117,15 @@ class ModeRun:
     errors: Counter[str]
 
 
+# Questions each mode asks first, unmeasured (the query embedding, the connections).
+WARM_UP = 5
+
+
 def run_mode(corpus: Corpus, mems: dict[str, Any], mode: str, k: int, console: Console,
              nodes: str = "cite") -> ModeRun:  # fmt: skip
     run = ModeRun(mode, [], [], [], Counter())
     by_episode = {episode_id(s): s.session_id for u in corpus.users for s in u.sessions}
-    for q in corpus.questions[:5]:  # warm-up (query embedding, connections), unmeasured
+    for q in corpus.questions[:WARM_UP]:  # warm-up (query embedding, connections), unmeasured
         with contextlib.suppress(Exception):
             sdk_search(mems[q.user_id], q, k, mode, by_episode, nodes)
     with Progress(*COLUMNS, console=console) as bar:
