@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from psycopg_pool import AsyncConnectionPool
 
-from contracts.kmms_views import MemoryHit, SearchResult
+from contracts.kmms_views import MemoryHit, SearchResult, Time
 from governance.kmms.answer import evidence_answer, plain_answer, runner_up, with_runner_up
 from governance.kmms.late import neighbours
 from projections.kmms.search import Memory
@@ -52,9 +52,10 @@ async def around(pool: AsyncConnectionPool, m: Memory, round_ids: list[str]) -> 
     return out
 
 
-def runner_up_hit(res: SearchResult[int], answer: MemoryHit[int], about: float) -> MemoryHit[int] | None:
+def runner_up_hit(res: SearchResult[Time], answer: MemoryHit[Time], about: float) -> MemoryHit[Time] | None:
     """The evidence hit ``ask`` adds to an evidence ``answer`` (``governance.kmms.answer.runner_up``: the first of
-    another session at least ``about`` similar to the question); None for an answer of another layer."""
+    another session at least ``about`` similar to the question); None for an answer of another layer. Of the API's
+    result (times in ms) or the SDK's (datetimes)."""
     if answer.layer != 4:
         return None
     i = runner_up([(h.session_id, h.similarity) for h in res.hits], answer.session_id, about)

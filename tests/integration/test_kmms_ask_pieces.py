@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 
-from governance.kmms.answer import runner_up
 from governance.kmms.phrasing import strip_roles
 from governance.kmms.search_config import DEFAULT
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
+from projections.kmms.answer import runner_up_hit
 from tests.integration.kmms_support import memory
 
 pytestmark = pytest.mark.integration
@@ -76,9 +76,8 @@ def _said(mem: MemoryClient, question: str) -> tuple[str, str]:
     prefix = f"{res.hedging_prefix} " if res.hedging_prefix else ""
     assert got.answer.startswith(prefix), question
     said = got.answer[len(prefix) :]
-    i = runner_up([(h.session_id, h.similarity) for h in res.hits], top.session_id, DEFAULT.abstain_below)
-    if i is not None:  # the other session's best hit, after its day, on the lines after the answer's
-        other = res.hits[i]
+    other = runner_up_hit(res, top, DEFAULT.abstain_below)
+    if other is not None:  # the other session's best hit, after its day, on the lines after the answer's
         said, _, rest = said.partition(f"\n[{'3' if other.session_id == 's-note' else '2'} April 2026] ")
         assert strip_roles(other.text).split("\n")[-1] in rest, question
     return said, top.text

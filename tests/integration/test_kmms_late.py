@@ -14,10 +14,10 @@ import pytest
 
 from governance import token_states
 from governance.kmms import ranking
-from governance.kmms.answer import runner_up
 from governance.kmms.search_config import DEFAULT
 from hivemem.stack import Stack
 from producers.memory_client import MemoryClient
+from projections.kmms.answer import runner_up_hit
 from tests.integration.kmms_support import memory, search_in_process
 
 pytestmark = pytest.mark.integration
@@ -163,11 +163,11 @@ def test_ask_answers_a_turn_with_the_turns_around_it(friends: MemoryClient) -> N
         assert not res.abstained and res.answer_layer == 4, question
         top = next(h for h in res.hits if h.node_id == res.provenance[-1])
         shown = _turns_around(top.text)
-        i = runner_up([(h.session_id, h.similarity) for h in res.hits], top.session_id, DEFAULT.abstain_below)
-        shown += f"\n{_turns_around(res.hits[i].text)}" if i is not None else ""
+        other = runner_up_hit(res, top, DEFAULT.abstain_below)
+        shown += f"\n{_turns_around(other.text)}" if other is not None else ""
         assert got.answer == (f"{res.hedging_prefix} {shown}" if res.hedging_prefix else shown), question
         windows += "\n" in shown
-        runners_up += i is not None
+        runners_up += other is not None
     assert windows == 4  # every session holds two turns: each answer shows both
     assert 1 <= runners_up < 4  # the board games are told in two sessions; the dog chewed in one
 
