@@ -1,10 +1,9 @@
 """A state asked about in a month, end to end (HTTP -> gate -> kmms processors -> read model -> search): "What
 sport was I doing in June?" reads as a time window (an event verb, "was I doing"). By default the window's ranking
-joins all time's as a reciprocal-rank list of weight 2 (``HIVEMEM_KMMS_WINDOW_WEIGHT``, projections.kmms.rerank.
-window_fused): a window of four rounds all rank before the best round outside it. With the window first
-(``HIVEMEM_KMMS_WINDOW_WEIGHT=0``) and its margin on (``HIVEMEM_KMMS_WINDOW_MARGIN`` 0.15, as written; off by default
-since 2026-11-28, docs/kmms.md "How the ranking was chosen"), the April round that set the state is clearly closer to
-the question than June's small talk, so it comes before them (governance.kmms.ranking.window_first)."""
+joins all time's as a reciprocal-rank list of weight 2 (``HIVEMEM_KMMS_WINDOW_WEIGHT``, governance.kmms.ranking.
+window_fused): a window of four rounds all rank before the best round outside it, and a round outside a misread
+window that all time ranks first still ranks among the hits. With the window first (``HIVEMEM_KMMS_WINDOW_WEIGHT=0``,
+governance.kmms.ranking.window_first), every round of the window comes before any round outside it."""
 
 from __future__ import annotations
 
@@ -20,8 +19,8 @@ from tests.integration.kmms_support import app_pool, conversed, search_in_proces
 pytestmark = pytest.mark.integration
 
 HISTORY = [  # (date, what the user said, the assistant's reply)
-    # The state is the round's whole point: a fact said in passing inside a round about something else is found
-    # by its sentence's own vector only with HIVEMEM_KMMS_ROUND_SENTENCES=1 (off by default, docs/kmms.md).
+    # The state is the round's whole point: a user's round is one vector (its sentences are not embedded apart since
+    # 2026-12-05), so a fact said in passing inside a round about something else would be diluted by the rest.
     ("2026-04-02", "My main sport is rowing these days, I go three times a week.", "Great for the whole body."),
     ("2026-06-05", "What should I pack for a trip in August?", "Light layers and a rain jacket."),
     ("2026-06-12", "Is it okay to train on consecutive days?", "Yes, if you alternate hard and easy sessions."),
