@@ -20,6 +20,7 @@ from projections.gate.claws import ClawsProjection
 from projections.http_migrations import HTTP_MIGRATION_10
 from projections.kmms.migrations import (
     kmms_common_lexemes_migration,
+    kmms_drop_said_migration,
     kmms_erasure_migration,
     kmms_memory_statistics_migration,
     kmms_migration,
@@ -200,6 +201,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[], list[str]]]] = [
     (36, "kmms: each unit vector's token states", kmms_vector_tokens_migration),
     (37, "kmms: a unit vector's row kept whole on its page, not toasted", kmms_vector_inline_migration),
     (38, "kmms: a unit's row kept whole on its page, not toasted", kmms_unit_inline_migration),
+    (39, "kmms: a unit's owner's words and their full-text vector dropped", kmms_drop_said_migration),
 ]  # fmt: skip
 
 

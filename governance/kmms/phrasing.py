@@ -140,16 +140,6 @@ def strip_roles(unit_text: str) -> str:
     return _ROLE.sub("", unit_text)
 
 
-def said_text(unit_text: str, *, conversation: bool) -> str:
-    """The words of a unit its owner said, for full text on a question about the user's own life
-    (``governance.kmms.voice``): a round's user lines; nothing for a piece of a conversation without any (an
-    assistant's, a tool's words: a long reply is cut into pieces of its own); a document's or a note's text."""
-    said = user_lines(unit_text)
-    if said:
-        return "\n".join(said)
-    return "" if conversation else unit_text
-
-
 def one_turn(unit_text: str) -> bool:
     """A unit that is one turn of a conversation: exactly one of its lines opens with a speaker's role (a message
     of several lines is one turn, ``speaker_lines``). A chat between people sent turn by turn is a run of them; a

@@ -24,7 +24,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from contracts.kmms_records import KmmsEvent, KmmsNode
-from governance.kmms.phrasing import fact_terms, said_text
+from governance.kmms.phrasing import fact_terms
 from governance.kmms.units import units_of
 from governance.transcripts import turn_layout
 from projections.kmms.sql import UNIT_OF_SQL
@@ -41,7 +41,7 @@ NODE_COLUMNS = ("tenant, claw_id, scope, node_id, layer, entity, topic, time_win
                 "logged_at, last_verified, cues")  # fmt: skip
 _NODE_STATE = "status, superseded_by, valid_until, strength, reinforcements, flagged"
 _UNIT_COLUMNS = (
-    "tenant, claw_id, scope, unit_id, episode_id, session_id, thread_id, ordinal, text, occurred_at, logged_at, said"
+    "tenant, claw_id, scope, unit_id, episode_id, session_id, thread_id, ordinal, text, occurred_at, logged_at"
 )
 
 
@@ -128,9 +128,10 @@ def _apply(run: _Run, ev: KmmsEvent) -> None:
                                      e.content, e.content_hash, e.redacted, ev.related_id, ev.event_id, ev.at,
                                      None, None, [], [], Jsonb(turn_layout(e.turns))]  # fmt: skip
         for u in units_of(e):
-            run.units.setdefault((ev.tenant, u.unit_id), (
-                *who, u.unit_id, e.episode_id, e.session_id, e.thread_id, u.ordinal, u.text, e.occurred_at, ev.at,
-                said_text(u.text, conversation=bool(e.turns))))  # fmt: skip
+            run.units.setdefault(
+                (ev.tenant, u.unit_id),
+                (*who, u.unit_id, e.episode_id, e.session_id, e.thread_id, u.ordinal, u.text, e.occurred_at, ev.at),
+            )
     elif ev.kind == "EPISODE_ENRICHED" and ev.enrichment is not None:
         en = ev.enrichment
         key = (ev.tenant, en.episode_id)

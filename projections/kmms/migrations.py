@@ -1,11 +1,12 @@
-"""Migrations 13, 14, 20, 24-27 and 29-35: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read
+"""Migrations 13, 14, 20, 24-27 and 29-39: KMMS — the kmms processors' state (``kmmsproc``) and the KMMS read
 model (``kmms``); erasure (14); full-text candidates through the text index under row-level security (20); the
 lexemes too common to select candidates by (24); vectors keyed by tenant, with their cause's position (25);
 each vector's voice (26); each unit's words said by its owner, with their own full-text vector (27); BM25's
 inputs without whole tsvectors: lengths stored, candidates with only the query's terms (29); full-text candidates
 read with their neighbours (30, 31); the planner's statistics of a memory (32); a small memory's full-text
 candidates found by reading its units (33); each vector with its unit's event time (34); a conversation's turns as a
-layout over its content (35)."""
+layout over its content (35); each unit vector's token states (36); rows kept whole on their pages (37, 38); the
+owner's words of 27 dropped (39)."""
 
 from __future__ import annotations
 
@@ -395,3 +396,21 @@ def kmms_unit_inline_migration() -> list[str]:
     the search's p50 25.4-29.9 -> 24.4-26.6 ms. A row written before stays as it was stored until it is written
     again."""
     return ["ALTER TABLE kmms.kmms_units SET (toast_tuple_target = 8160)"]
+
+
+def kmms_drop_said_migration() -> list[str]:
+    """The words a unit's owner said (``said``, migration 27) dropped with their full-text vector, length and index
+    and the functions that read them (``unit_said_terms``, ``unit_said_matches``, ``common_said_lexemes``): full
+    text over the owner's words alone was removed on 2026-12-05 (docs/kmms-measurements.md, "Rules measured"), and
+    no search has read them since, while every unit written still computed and indexed them (on the dev stack's five
+    public corpora, 10 of the table's 74 MB and a 4.9 MB index). Postgres drops a column without rewriting the
+    table: rows written before keep the bytes until they are written again or the table is vacuumed full."""
+    return [
+        f"DROP FUNCTION IF EXISTS kmms.unit_said_terms({_TERM_COUNTS_ARGS})",
+        f"DROP FUNCTION IF EXISTS kmms.unit_said_matches({_TEXT_MATCHES_ARGS})",
+        "DROP FUNCTION IF EXISTS kmms.common_said_lexemes(real)",
+        "DROP INDEX IF EXISTS kmms.kmms_units_said_tsv",
+        "ALTER TABLE kmms.kmms_units DROP COLUMN IF EXISTS said_lexemes",
+        "ALTER TABLE kmms.kmms_units DROP COLUMN IF EXISTS said_tsv",
+        "ALTER TABLE kmms.kmms_units DROP COLUMN IF EXISTS said",
+    ]

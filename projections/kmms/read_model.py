@@ -4,8 +4,8 @@ Tables (schema ``kmms``), every row tenant-scoped by row-level security:
 - ``kmms_episodes``: L4, verbatim and immutable (only an erasure blanks the text), with the
   enrichment's entities and topics and a conversation's turns as a layout over its text (``turn_layout``:
   a KSTAR export carries it, so an import cuts the same rounds); ``kmms_units``: its rounds/paragraphs with a
-  full-text vector, and one of the words the owner said in them (``said``, ``said_tsv``: a question about the
-  user's life searches those);
+  full-text vector (the words its owner said in them, ``said`` and ``said_tsv``, were dropped by migration 39:
+  no rule has read them since 2026-12-05);
 - ``kmms_nodes``: L1 abstractions, L2 facts, L3 summaries with versions, validity windows,
   status CURRENT/SUPERSEDED and SUPERSEDES links, strength and reinforcement;
 - ``kmms_l0``: the availability index (entities and topics per memory: an O(1) primary-key probe);
@@ -86,11 +86,8 @@ _TABLES = (
         ("thread_id", "text NOT NULL"), ("ordinal", "int NOT NULL"), ("text", "text NOT NULL"),
         ("occurred_at", "bigint NOT NULL"), ("logged_at", "bigint NOT NULL"),
         ("tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED"),
-        ("said", "text NOT NULL DEFAULT ''"),
-        ("said_tsv", "tsvector GENERATED ALWAYS AS (to_tsvector('english', said)) STORED"),
-        # Their lengths in lexemes, BM25's document lengths: read without reading the tsvectors (migration 29).
+        # Its length in lexemes, BM25's document length: read without reading the tsvector (migration 29).
         ("lexemes", "int GENERATED ALWAYS AS (length(to_tsvector('english', text))) STORED"),
-        ("said_lexemes", "int GENERATED ALWAYS AS (length(to_tsvector('english', said))) STORED"),
     ), ("tenant", "unit_id")),
     Table("kmms_nodes", (
         ("tenant", "text NOT NULL"), ("claw_id", "text NOT NULL"), ("scope", "text NOT NULL"),
@@ -180,7 +177,6 @@ class KmmsProjection:
             f"CREATE INDEX kmms_ep_event ON {s}.kmms_episodes (tenant, envelope_event_id)",
             _BY_NAME["kmms_units"].create(s),
             f"CREATE INDEX kmms_units_tsv ON {s}.kmms_units USING gin (tsv)",
-            f"CREATE INDEX kmms_units_said_tsv ON {s}.kmms_units USING gin (said_tsv)",
             f"CREATE INDEX kmms_units_scope ON {s}.kmms_units (tenant, claw_id, scope, occurred_at)",
             _BY_NAME["kmms_nodes"].create(s),
             f"CREATE INDEX kmms_nodes_scope ON {s}.kmms_nodes (tenant, claw_id, scope, layer, entity)",

@@ -86,7 +86,7 @@ def test_erase_removes_everything_told_before_and_only_that(stack: Stack) -> Non
     with owner_db(stack) as conn:
         indexes = {str(r[0]): str(r[1]) for r in conn.execute(
             "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'kmms'")}  # fmt: skip
-    assert {"kmms_units_tsv", "kmms_units_said_tsv", "kmms_nodes_tsv", "kmms_units_scope"} <= set(indexes)
+    assert {"kmms_units_tsv", "kmms_nodes_tsv", "kmms_units_scope"} <= set(indexes)
     assert any("USING hnsw" in d for d in indexes.values())
 
 

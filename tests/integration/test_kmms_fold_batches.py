@@ -28,7 +28,7 @@ from contracts.kmms_records import (
     encode_kmms,
 )
 from contracts.topics import TopicNames
-from governance.kmms.phrasing import fact_terms, said_text
+from governance.kmms.phrasing import fact_terms
 from governance.kmms.units import units_of
 from governance.transcripts import turn_layout
 from hivemem.stack import Stack
@@ -161,10 +161,10 @@ def _one_statement_an_event(cur: Cur, s: str, ev: KmmsEvent) -> None:
         )  # fmt: skip
         cur.executemany(
             f"INSERT INTO {s}.kmms_units (tenant, claw_id, scope, unit_id, episode_id, session_id, thread_id, "
-            "ordinal, text, occurred_at, logged_at, said) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "ordinal, text, occurred_at, logged_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
             "ON CONFLICT DO NOTHING",
-            [(*who, u.unit_id, e.episode_id, e.session_id, e.thread_id, u.ordinal, u.text, e.occurred_at, ev.at,
-              said_text(u.text, conversation=bool(e.turns))) for u in units_of(e)],
+            [(*who, u.unit_id, e.episode_id, e.session_id, e.thread_id, u.ordinal, u.text, e.occurred_at, ev.at)
+             for u in units_of(e)],
         )  # fmt: skip
     elif ev.kind == "EPISODE_ENRICHED" and ev.enrichment is not None:
         en = ev.enrichment

@@ -16,7 +16,7 @@ from contracts.kmms_records import KmmsEpisode, KmmsEvent, KmmsTurn, decode_kmms
 from contracts.models import EpisodePayload, EpisodeTurn
 from contracts.topics import TopicNames
 from governance.identity import TenantPolicy
-from governance.kmms.phrasing import embedding_text, said_text, speaker_lines, strip_roles
+from governance.kmms.phrasing import embedding_text, speaker_lines, strip_roles, user_lines
 from governance.kmms.units import units_of
 from processors.kmms.core import KmmsDriver
 from processors.kmms.enricher import owner_text
@@ -55,7 +55,7 @@ def test_a_named_turn_carries_its_speaker_in_its_line() -> None:
     # Every reader of role prefixes reads the line as the role's, with the name among the words said.
     second = units[1].text
     assert embedding_text(second) == "Caroline: I painted my dog.\nAda: Both sound lovely."  # both named: whole
-    assert said_text(second, conversation=True) == "Caroline: I painted my dog."
+    assert user_lines(second) == ["Caroline: I painted my dog."]
     assert strip_roles(second) == "Caroline: I painted my dog.\nAda: Both sound lovely."
     assert speaker_lines(second) == [("user", "Caroline: I painted my dog."), ("assistant", "Ada: Both sound lovely.")]
 
@@ -179,5 +179,5 @@ def test_a_users_message_of_several_lines_is_embedded_whole() -> None:
     # dropped (before 2026-12-05 a message of several lines was embedded from its first line alone).
     round_ = "user: Here is my list:\n- flour\n- eggs\nassistant: Noted.\nAnything else?"
     assert embedding_text(round_) == "Here is my list:\n- flour\n- eggs"
-    assert said_text(round_, conversation=True) == "Here is my list:\n- flour\n- eggs"
+    assert user_lines(round_) == ["Here is my list:", "- flour", "- eggs"]
     assert embedding_text(round_, replies=True) == "Here is my list:\n- flour\n- eggs\nNoted.\nAnything else?"
