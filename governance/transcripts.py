@@ -25,8 +25,8 @@ class Turn(Protocol):
 def turn_line(role: str, content: str, name: str = "") -> str:
     """A turn as a transcript line: ``role: content``, a named speaker's ``role: name: content`` ("user: Melanie: I
     painted a lake."). The role prefix stays first, so every reader of ``role: `` lines (``speaker_lines``,
-    ``embedding_text``, ``strip_roles``) reads a named turn
-    as the role's, and the name is part of the words it says: embedded, indexed for full text, shown in a hit."""
+    ``embedding_text``, ``strip_roles``) reads a named turn as the role's, and the name is part of the words it
+    says: embedded, indexed for full text, shown in a hit."""
     return f"{role}: {name}: {content}" if name else f"{role}: {content}"
 
 
