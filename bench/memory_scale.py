@@ -68,7 +68,7 @@ def build(db_url: str, tenant: str, claw: str, scope: str, target: int, seed: in
             "SELECT episode_id, session_id, thread_id, content_type, occurred_at, content, content_hash, redacted, "
             f"envelope_event_id, event_id, logged_at FROM kmms.kmms_episodes WHERE tenant = %(t)s {mine} "
             "ORDER BY episode_id", p).fetchall()  # fmt: skip
-        units = conn.execute("SELECT episode_id, unit_id, ordinal, text, said FROM kmms.kmms_units "
+        units = conn.execute("SELECT episode_id, unit_id, ordinal, text FROM kmms.kmms_units "
                              f"WHERE tenant = %(t)s {mine}", p).fetchall()  # fmt: skip
         # The model most of the vectors are in (during a model switch, the old one's are also there).
         models = conn.execute(f"SELECT model FROM kmms.kmms_vectors v WHERE tenant = %(t)s {mine} GROUP BY model "
@@ -79,9 +79,9 @@ def build(db_url: str, tenant: str, claw: str, scope: str, target: int, seed: in
         vecs = conn.execute("SELECT unit_id, kind, voice, embedding FROM kmms.kmms_vectors WHERE tenant = %(t)s AND "
                             f"model = %(m)s AND kind IN ('unit', 'sentence') {mine}",
                             {**p, "m": model}).fetchall()  # fmt: skip
-        by_episode: dict[str, list[tuple[str, int, str, str]]] = {}
-        for eid, uid, ordinal, text, said in units:
-            by_episode.setdefault(str(eid), []).append((str(uid), int(str(ordinal)), str(text), str(said)))
+        by_episode: dict[str, list[tuple[str, int, str]]] = {}
+        for eid, uid, ordinal, text in units:
+            by_episode.setdefault(str(eid), []).append((str(uid), int(str(ordinal)), str(text)))
         vec_of: dict[str, list[tuple[str, str, str, np.ndarray]]] = {}  # episode -> (vector id, kind, voice, vector)
         for vid, kind, voice, emb in vecs:
             eid = str(vid).split("#", 1)[0]
@@ -102,9 +102,9 @@ def build(db_url: str, tenant: str, claw: str, scope: str, target: int, seed: in
                     new_eid, when = f"{eid}-x{copy_no}", rnd.randint(lo, hi)
                     ep_rows.append((tenant, claw, scope, new_eid, f"{sid}-x{copy_no}", e[2], e[3], when, e[5],
                                     f"{e[6]}-x{copy_no}", e[7], None, f"{e[9]}-x{copy_no}", e[10]))  # fmt: skip
-                    for uid, ordinal, text, said in by_episode.get(eid, []):
+                    for uid, ordinal, text in by_episode.get(eid, []):
                         unit_rows.append((tenant, claw, scope, uid.replace(eid, new_eid, 1), new_eid,
-                                          f"{sid}-x{copy_no}", e[2], ordinal, text, when, e[10], said))  # fmt: skip
+                                          f"{sid}-x{copy_no}", e[2], ordinal, text, when, e[10]))  # fmt: skip
                     for vid, kind, voice, v in vec_of.get(eid, []):
                         moved = v + rng.normal(0.0, NOISE, v.shape).astype(np.float32)
                         vec_rows.append((vid.replace(eid, new_eid, 1), model, tenant, claw, scope, kind, voice,
@@ -113,7 +113,7 @@ def build(db_url: str, tenant: str, claw: str, scope: str, target: int, seed: in
                            "content_type, occurred_at, content, content_hash, redacted, envelope_event_id, event_id, "
                            "logged_at) FROM STDIN", ep_rows)  # fmt: skip
                 _copy_rows(cur, "COPY kmms.kmms_units (tenant, claw_id, scope, unit_id, episode_id, session_id, "
-                           "thread_id, ordinal, text, occurred_at, logged_at, said) FROM STDIN", unit_rows)  # fmt: skip
+                           "thread_id, ordinal, text, occurred_at, logged_at) FROM STDIN", unit_rows)  # fmt: skip
                 with cur.copy("COPY kmms.kmms_vectors (unit_id, model, tenant, claw_id, scope, kind, voice, embedding, "
                               "occurred_at) FROM STDIN WITH (FORMAT BINARY)") as copy:  # fmt: skip
                     copy.set_types(["text", "text", "text", "text", "text", "text", "text", "vector", "int8"])
