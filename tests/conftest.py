@@ -61,6 +61,42 @@ def env(stack: Stack) -> dict[str, str]:
     return stack.child_env()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``fuzz`` run last. A fuzzer writes what it makes into the shared stack (long episodes,
+    bursts of records), and the queues it leaves may delay every later test that waits on a processor."""
+    items.sort(key=lambda item: item.get_closest_marker("fuzz") is not None)  # stable: the rest keep their order
+
+
+def _log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+@pytest.fixture(autouse=True)
+def _shared_stack_survives(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test on the shared stack: did its broker and services survive? A test that leaves one dead
+    fails with the dead one's last log lines, and the stack is restarted as ``hivemem up`` restarts it, so
+    one crash is one red test and not every later test timing out against a dead service."""
+    yield
+    if "stack" not in request.fixturenames:
+        return
+    st: Stack = request.getfixturevalue("stack")
+    logs = st.settings.home / "logs"
+    dead = [name for name, svc in st.services.items() if not svc.alive()]
+    kafka_dead = st.kafka is not None and not st.kafka.alive()
+    if not dead and not kafka_dead:
+        return
+    tails = [f"--- {name} ({logs / (name + '.log')}):\n{_log_tail(logs / (name + '.log'))}" for name in dead]
+    if kafka_dead:
+        tails.append(f"--- kafka:\n{_log_tail(st.settings.home / 'kafka' / 'broker.log')}")
+    st.supervise_once()
+    st.wait_ready()
+    pytest.fail("left dead after this test (restarted): " + ", ".join(dead + ["kafka"] * kafka_dead) + "\n"
+                + "\n".join(tails), pytrace=False)  # fmt: skip
+
+
 def wait_until(predicate, timeout: float = 60.0, interval: float = 0.2, what: str = "condition"):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -316,6 +316,7 @@ SCHEMATHESIS_GROUPS = {
 }
 
 
+@pytest.mark.fuzz  # last in the run (tests/conftest.py): what it writes delays no other test
 @pytest.mark.parametrize("group", sorted(SCHEMATHESIS_GROUPS))
 def test_openapi_matches_the_server_schemathesis_all_checks(stack: Stack, tmp_path: Path, group: str) -> None:
     token = mint_token(stack.settings.load_config().token_secret, "globex", "schemathesis", "claw-schemathesis")
