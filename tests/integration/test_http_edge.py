@@ -317,6 +317,7 @@ SCHEMATHESIS_GROUPS = {
 
 
 @pytest.mark.fuzz  # last in the run (tests/conftest.py): what it writes delays no other test
+@pytest.mark.timeout(960)  # the run's own limit below, not pytest's 600 s, decides when a group took too long
 @pytest.mark.parametrize("group", sorted(SCHEMATHESIS_GROUPS))
 def test_openapi_matches_the_server_schemathesis_all_checks(stack: Stack, tmp_path: Path, group: str) -> None:
     token = mint_token(stack.settings.load_config().token_secret, "globex", "schemathesis", "claw-schemathesis")
