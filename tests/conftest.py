@@ -62,8 +62,8 @@ def env(stack: Stack) -> dict[str, str]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``fuzz`` run last. A fuzzer writes what it makes into the shared stack (long episodes,
-    bursts of records), and the queues it leaves may delay every later test that waits on a processor."""
+    """Tests marked ``fuzz`` run last. A fuzzer writes what it makes into the shared stack, and a queue it
+    leaves behind would delay every later test that waits on a processor."""
     items.sort(key=lambda item: item.get_closest_marker("fuzz") is not None)  # stable: the rest keep their order
 
 
@@ -92,7 +92,10 @@ def _shared_stack_survives(request: pytest.FixtureRequest) -> Iterator[None]:
     if kafka_dead:
         tails.append(f"--- kafka:\n{_log_tail(st.settings.home / 'kafka' / 'broker.log')}")
     st.supervise_once()
-    st.wait_ready()
+    try:
+        st.wait_ready()
+    except RuntimeError as exc:  # still say what died, and why
+        tails.append(f"--- after the restart: {exc}")
     pytest.fail("left dead after this test (restarted): " + ", ".join(dead + ["kafka"] * kafka_dead) + "\n"
                 + "\n".join(tails), pytrace=False)  # fmt: skip
 
