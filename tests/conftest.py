@@ -67,7 +67,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("fuzz") is not None)  # stable: the rest keep their order
 
 
-def _log_tail(path: Path, lines: int = 15) -> str:
+def log_tail(path: Path, lines: int = 15) -> str:
+    """The last ``lines`` lines of a log, for a failure's message."""
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
@@ -88,9 +89,9 @@ def _shared_stack_survives(request: pytest.FixtureRequest) -> Iterator[None]:
     kafka_dead = st.kafka is not None and not st.kafka.alive()
     if not dead and not kafka_dead:
         return
-    tails = [f"--- {name} ({logs / (name + '.log')}):\n{_log_tail(logs / (name + '.log'))}" for name in dead]
+    tails = [f"--- {name} ({logs / (name + '.log')}):\n{log_tail(logs / (name + '.log'))}" for name in dead]
     if kafka_dead:
-        tails.append(f"--- kafka:\n{_log_tail(st.settings.home / 'kafka' / 'broker.log')}")
+        tails.append(f"--- kafka:\n{log_tail(st.settings.home / 'kafka' / 'broker.log')}")
     st.supervise_once()
     try:
         st.wait_ready()

@@ -18,7 +18,7 @@ from deploy.kafka_local import free_port
 from hivemem.settings import Settings, write_default_config
 from hivemem.stack import ServiceProcess, Stack
 from streams.records import OUT_HEADER, LogRecord
-from tests.conftest import wait_until
+from tests.conftest import log_tail, wait_until
 
 
 @contextmanager
@@ -97,12 +97,8 @@ def loops(stack: Stack) -> str:
 
 def log_tails(stack: Stack, lines: int = 15) -> str:
     """The last lines of each service's log, for a failure's message."""
-    out = []
-    for name in stack.services:
-        log = stack.settings.home / "logs" / f"{name}.log"
-        tail = log.read_text(errors="replace").splitlines()[-lines:] if log.exists() else ["(no log)"]
-        out.append(f"--- {name}\n" + "\n".join(tail))
-    return "\n".join(out)
+    logs = stack.settings.home / "logs"
+    return "\n".join(f"--- {name}\n{log_tail(logs / f'{name}.log', lines)}" for name in stack.services)
 
 
 def sender(r: LogRecord) -> str:
